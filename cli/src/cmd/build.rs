@@ -1,0 +1,36 @@
+//! `kernelbook build`: renders the book through mdBook's library with the kernelbook
+//! preprocessor registered in-process (it replaces book.toml's `[preprocessor.kernelbook]`
+//! command, so no separately installed binary is needed).
+
+use crate::project::Project;
+use anyhow::Context;
+use kernelbook_runner::Mode;
+use kernelbook_runner::measure::StageLog;
+use mdbook_kernelbook::KernelbookPreprocessor;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Show the recorded results even if this machine has a GPU.
+    #[arg(long)]
+    recorded: bool,
+}
+
+pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
+    let started = Instant::now();
+    let project = Project::load(root)?;
+    let mode = if args.recorded { Mode::RecordedOnly } else { Mode::Auto };
+    let runner = project.runner(mode);
+    let mut book = project.book;
+    book.with_preprocessor(KernelbookPreprocessor::new(runner, Box::new(StageLog)));
+    book.build().context("building the book")?;
+    let out = book.build_dir_for("html");
+    println!(
+        "kernelbook: book written to {} in {:.1} s",
+        out.join("index.html").display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,20 @@
+//! `kernelbook list`: the labs and kernels of the book.
+
+use crate::project::Project;
+use mdbook_kernelbook::render::format_params;
+use std::path::Path;
+use std::process::ExitCode;
+
+pub fn run(root: &Path) -> anyhow::Result<ExitCode> {
+    let project = Project::load(root)?;
+    println!("labs:");
+    for lab in project.labs.values() {
+        let variants: Vec<&str> = lab.variants.iter().map(|v| v.name.as_str()).collect();
+        println!("  {:<14} {} ({}) — {}", lab.name, lab.title, format_params(&lab.params), variants.join(", "));
+    }
+    println!("kernels:");
+    for kernel in project.index.kernels.values() {
+        println!("  {:<24} {}", kernel.name, kernel.origin);
+    }
+    Ok(ExitCode::SUCCESS)
+}

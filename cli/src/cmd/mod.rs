@@ -1,0 +1,8 @@
+//! One file per command.
+
+pub mod build;
+pub mod info;
+pub mod list;
+pub mod record;
+pub mod run;
+pub mod tangle;

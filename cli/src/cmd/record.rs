@@ -1,0 +1,50 @@
+//! `kernelbook record`: measures labs and writes `labs/recorded/LAB.json`, the results a
+//! machine without a GPU shows. Only fully verified runs are recorded.
+
+use crate::progress::Spinner;
+use crate::project::Project;
+use anyhow::bail;
+use kernelbook_core::expr::Params;
+use kernelbook_core::results::Outcome;
+use kernelbook_runner::{LabOutcome, Mode};
+use mdbook_kernelbook::render::lab_view;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Labs to record; all labs when none is named.
+    labs: Vec<String>,
+}
+
+pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
+    let project = Project::load(root)?;
+    let names: Vec<String> = if args.labs.is_empty() {
+        project.labs.keys().cloned().collect()
+    } else {
+        args.labs
+    };
+    let runner = project.runner(Mode::Auto);
+    let mut failed = Vec::new();
+    for name in &names {
+        let lab = project.lab(name, &Params::new())?;
+        let kernels = project.kernels_for(&lab);
+        let mut spinner = Spinner::new();
+        let measured = runner.refresh(&lab, &kernels, &mut spinner);
+        spinner.finish();
+        let results = measured?;
+        crate::table::print(&lab_view(&lab, &LabOutcome::Measured { results: results.clone(), cached: false }));
+        let all_verified = results.variants.iter().all(|v| matches!(v.outcome, Outcome::Measured { .. }));
+        if all_verified {
+            runner.recorded().put(&results)?;
+            println!("recorded {}\n", runner.recorded().path(name).display());
+        } else {
+            println!("not recorded: a variant failed\n");
+            failed.push(name.clone());
+        }
+    }
+    if !failed.is_empty() {
+        bail!("not recorded (a variant failed): {}", failed.join(", "));
+    }
+    Ok(ExitCode::SUCCESS)
+}

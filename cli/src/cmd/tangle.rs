@@ -1,0 +1,38 @@
+//! `kernelbook tangle`: writes each kernel of the book to `kernels/NAME.cu`; `--check` only
+//! reports whether they are up to date (and fails if not).
+
+use crate::project::Project;
+use mdbook_kernelbook::tangle;
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Do not write; exit with an error if kernels/ differs from the book.
+    #[arg(long)]
+    check: bool,
+}
+
+pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
+    let project = Project::load(root)?;
+    let dir = root.join("kernels");
+    let expected = tangle::tangled_files(&project.index);
+    let diff = if args.check { tangle::diff(&dir, &expected)? } else { tangle::write(&dir, &expected)? };
+    let verb = if args.check { "would" } else { "did" };
+    for name in &diff.missing {
+        println!("{verb} create kernels/{name}");
+    }
+    for name in &diff.outdated {
+        println!("{verb} update kernels/{name}");
+    }
+    for name in &diff.orphaned {
+        println!("{verb} remove kernels/{name} (its kernel is no longer in the book)");
+    }
+    if diff.is_clean() {
+        println!("kernels/ is up to date ({} kernels)", expected.len());
+    } else if args.check {
+        eprintln!("kernelbook: kernels/ is out of date; run `kernelbook tangle`");
+        return Ok(ExitCode::FAILURE);
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,44 @@
+//! A terminal progress display for long measurements (indicatif), hidden when stderr is not a
+//! terminal.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use kernelbook_runner::measure::Progress;
+use std::time::Duration;
+
+pub struct Spinner {
+    bar: ProgressBar,
+    variant: String,
+}
+
+impl Spinner {
+    pub fn new() -> Self {
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.enable_steady_tick(Duration::from_millis(120));
+        Spinner {
+            bar,
+            variant: String::new(),
+        }
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Progress for Spinner {
+    fn stage(&mut self, message: &str) {
+        self.bar.set_message(message.to_string());
+    }
+    fn variant(&mut self, index: usize, total: usize, name: &str) {
+        self.variant = format!("[{}/{total}] {name}", index + 1);
+        self.bar.set_message(self.variant.clone());
+    }
+    fn samples(&mut self, count: usize) {
+        if count % 10 == 0 {
+            self.bar.set_message(format!("{}: {count} samples", self.variant));
+        }
+    }
+}

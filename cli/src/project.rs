@@ -1,0 +1,93 @@
+//! The book as the commands see it: chapters scanned, labs loaded, a runner configured.
+
+use anyhow::{Context, anyhow, bail};
+use kernelbook_core::KernelSource;
+use kernelbook_core::expr::Params;
+use kernelbook_core::spec::LabSpec;
+use kernelbook_runner::measure::MeasureOptions;
+use kernelbook_runner::{Mode, Runner, RunnerConfig};
+use mdbook_driver::MDBook;
+use mdbook_kernelbook::preprocessor::{check_kernel_refs, index_book, labs_dir, load_labs};
+use mdbook_kernelbook::scan::BookIndex;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub struct Project {
+    pub root: PathBuf,
+    pub book: MDBook,
+    pub index: BookIndex,
+    pub labs: BTreeMap<String, LabSpec>,
+    pub labs_dir: PathBuf,
+}
+
+impl Project {
+    pub fn load(root: &Path) -> anyhow::Result<Project> {
+        let book = MDBook::load(root).with_context(|| format!("loading the book at {}", root.display()))?;
+        let index = index_book(&book.book, &book.config.book.src).map_err(|errors| {
+            anyhow!("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+        })?;
+        let labs_dir = labs_dir(root, &book.config)?;
+        let labs = load_labs(&labs_dir)?;
+        let errors = check_kernel_refs(&labs, &index);
+        if !errors.is_empty() {
+            bail!("{}", errors.join("\n"));
+        }
+        Ok(Project {
+            root: root.to_path_buf(),
+            book,
+            index,
+            labs,
+            labs_dir,
+        })
+    }
+
+    pub fn runner(&self, mode: Mode) -> Runner {
+        Runner::new(RunnerConfig {
+            cache_dir: self.root.join(".kernelbook/cache"),
+            recorded_dir: self.labs_dir.join("recorded"),
+            mode,
+            options: MeasureOptions::default(),
+        })
+    }
+
+    /// The lab called `name`, with `overrides` applied to its parameters.
+    pub fn lab(&self, name: &str, overrides: &Params) -> anyhow::Result<LabSpec> {
+        let lab = self.labs.get(name).ok_or_else(|| {
+            anyhow!(
+                "there is no lab `{name}` (labs: {})",
+                self.labs.keys().cloned().collect::<Vec<_>>().join(", ")
+            )
+        })?;
+        Ok(lab.with_params(overrides)?)
+    }
+
+    pub fn kernels_for(&self, lab: &LabSpec) -> BTreeMap<String, KernelSource> {
+        self.index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k))
+    }
+}
+
+/// Parses `NAME=VALUE` (for `--set`).
+pub fn parse_assignment(text: &str) -> Result<(String, i64), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    let value = value
+        .trim()
+        .replace('_', "")
+        .parse()
+        .map_err(|_| format!("`{value}` is not an integer"))?;
+    Ok((name.trim().to_string(), value))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_assignment;
+
+    #[test]
+    fn assignments() {
+        assert_eq!(parse_assignment("n=4096"), Ok(("n".into(), 4096)));
+        assert_eq!(parse_assignment(" n = 8_192"), Ok(("n".into(), 8192)));
+        assert!(parse_assignment("n").is_err());
+        assert!(parse_assignment("n=big").is_err());
+    }
+}

@@ -1,0 +1,47 @@
+//! Bandwidth arithmetic. GB means 10^9 bytes throughout, as vendors quote peaks.
+
+/// Effective bandwidth in GB/s: bytes the kernel must move over its (median) time.
+pub fn effective_gbs(bytes: u64, time_ms: f64) -> f64 {
+    if time_ms <= 0.0 {
+        return 0.0;
+    }
+    bytes as f64 / (time_ms * 1e-3) / 1e9
+}
+
+/// Theoretical DRAM bandwidth in GB/s from the memory clock and bus width the driver reports.
+/// HBM and GDDR transfer twice per clock, which the driver's clock does not include.
+pub fn theoretical_gbs(memory_clock_khz: u64, bus_width_bits: u64) -> f64 {
+    memory_clock_khz as f64 * 1e3 * 2.0 * (bus_width_bits as f64 / 8.0) / 1e9
+}
+
+/// `part` as a percentage of `whole` (`None` when there is no whole to compare with).
+pub fn percent_of(part: f64, whole: f64) -> Option<f64> {
+    (whole > 0.0 && part.is_finite()).then(|| 100.0 * part / whole)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn effective_bandwidth_counts_bytes_over_time() {
+        // 256 MiB read + 256 MiB written in 0.15 ms.
+        let bytes = 2 * 256 * 1024 * 1024;
+        let gbs = effective_gbs(bytes, 0.15);
+        assert!((gbs - 3579.14).abs() < 0.01, "{gbs}");
+        assert_eq!(effective_gbs(bytes, 0.0), 0.0);
+    }
+
+    #[test]
+    fn h200_theoretical_peak_matches_the_datasheet() {
+        // 3201 MHz, 6016-bit bus: 4.8 TB/s.
+        let peak = theoretical_gbs(3_201_000, 6016);
+        assert!((peak - 4814.3).abs() < 0.5, "{peak}");
+    }
+
+    #[test]
+    fn percentages() {
+        assert_eq!(percent_of(50.0, 200.0), Some(25.0));
+        assert_eq!(percent_of(50.0, 0.0), None);
+    }
+}

@@ -1,0 +1,579 @@
+//! Lab definitions: what a lab runs, on which buffers, how it is launched, what it must move and
+//! how its output is checked. One TOML file per lab under `labs/`; authors add labs without Rust.
+//!
+//! Every problem with a lab file is a [`LabError`] that names the file and the line.
+
+use crate::expr::{Expr, ExprError, Params};
+use crate::line_of_offset;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// A lab file, parsed and checked.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LabSpec {
+    /// The name `{{#lab NAME}}` and `kernelbook run NAME` use.
+    pub name: String,
+    pub title: String,
+    #[serde(default)]
+    pub summary: String,
+    /// Size parameters; `kernelbook run --set n=4096` overrides them.
+    #[serde(default)]
+    pub params: Params,
+    /// Bytes a variant must move (each input read once, each output written once), unless the
+    /// variant says otherwise.
+    pub bytes: Expr,
+    /// The variant whose bandwidth is the lab's ceiling (100 % in the "% of ceiling" column).
+    #[serde(default)]
+    pub ceiling: Option<String>,
+    /// Extra NVRTC flags for every kernel of the lab.
+    #[serde(default)]
+    pub compile_flags: Vec<String>,
+    pub buffers: Vec<BufferSpec>,
+    pub check: CheckSpec,
+    pub variants: Vec<VariantSpec>,
+    /// The file this lab was read from (not part of the TOML).
+    #[serde(skip)]
+    pub file: PathBuf,
+    #[serde(skip)]
+    text: String,
+}
+
+/// A device buffer of the lab.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BufferSpec {
+    pub name: String,
+    #[serde(default)]
+    pub elem: ElemType,
+    /// Number of elements.
+    pub len: Expr,
+    pub fill: Fill,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElemType {
+    #[default]
+    F32,
+    F64,
+    I32,
+    U32,
+}
+
+impl ElemType {
+    pub fn size(self) -> usize {
+        match self {
+            ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
+            ElemType::F64 => 8,
+        }
+    }
+
+    /// Renders one element stored little-endian in `bytes` for an error message.
+    pub fn display(self, bytes: &[u8]) -> String {
+        fn arr<const N: usize>(bytes: &[u8]) -> [u8; N] {
+            let mut out = [0u8; N];
+            let n = bytes.len().min(N);
+            out[..n].copy_from_slice(&bytes[..n]);
+            out
+        }
+        match self {
+            ElemType::F32 => format!("{:?}", f32::from_le_bytes(arr(bytes))),
+            ElemType::F64 => format!("{:?}", f64::from_le_bytes(arr(bytes))),
+            ElemType::I32 => i32::from_le_bytes(arr(bytes)).to_string(),
+            ElemType::U32 => u32::from_le_bytes(arr(bytes)).to_string(),
+        }
+    }
+}
+
+/// How a buffer is filled before each verification run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fill {
+    /// Fresh random values (floats uniform in [-1, 1), integers any bit pattern).
+    Random,
+    /// All bits set (NaN for floats): an element the kernel forgot to write cannot pass.
+    Poison,
+    Zero,
+}
+
+/// The CPU reference a lab's output is checked against.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "reference", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CheckSpec {
+    /// `output` must equal `input`, bit for bit.
+    Copy { input: String, output: String },
+    /// `output` (cols × rows) must be the transpose of `input` (rows × cols), bit for bit.
+    Transpose {
+        input: String,
+        output: String,
+        rows: Expr,
+        cols: Expr,
+    },
+}
+
+impl CheckSpec {
+    pub fn input(&self) -> &str {
+        match self {
+            CheckSpec::Copy { input, .. } | CheckSpec::Transpose { input, .. } => input,
+        }
+    }
+
+    pub fn output(&self) -> &str {
+        match self {
+            CheckSpec::Copy { output, .. } | CheckSpec::Transpose { output, .. } => output,
+        }
+    }
+}
+
+/// Operations the runner provides itself, as peers of the course's kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Builtin {
+    /// The driver's device-to-device copy; `args = [dst, src]`.
+    Memcpy,
+}
+
+/// One row of the lab's table: a kernel of the book or a builtin.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VariantSpec {
+    pub name: String,
+    /// What the table calls the row (defaults to the name).
+    #[serde(default)]
+    pub label: Option<String>,
+    /// The access pattern, in words, for the table.
+    #[serde(default)]
+    pub access: String,
+    #[serde(default)]
+    pub kernel: Option<Spanned<String>>,
+    #[serde(default)]
+    pub builtin: Option<Builtin>,
+    #[serde(default)]
+    pub grid: Vec<Expr>,
+    #[serde(default)]
+    pub block: Vec<Expr>,
+    #[serde(default)]
+    pub shared_bytes: Option<Expr>,
+    /// Kernel arguments in order: a buffer name passes its device pointer; anything else is an
+    /// expression passed as a 32-bit int, or as another type with a suffix (`"n:i64"`, `"n:u64"`).
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub bytes: Option<Expr>,
+    /// A check of its own, e.g. a copy row in a transpose lab: `check = { reference = "copy", ... }`.
+    #[serde(default)]
+    pub check: Option<CheckSpec>,
+}
+
+impl VariantSpec {
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.name)
+    }
+
+    pub fn kernel_name(&self) -> Option<&str> {
+        self.kernel.as_ref().map(|k| k.get_ref().as_str())
+    }
+}
+
+/// A kernel argument, resolved against the lab's buffers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ArgSpec {
+    Buffer(String),
+    Scalar { expr: Expr, ty: ScalarType },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScalarType {
+    I32,
+    I64,
+    U32,
+    U64,
+}
+
+/// Something wrong with a lab file, with the place it was found.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}:{line}: {message}", file.display())]
+pub struct LabError {
+    pub file: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+impl LabSpec {
+    /// Reads and checks a lab file.
+    pub fn load(path: &Path) -> Result<LabSpec, LabError> {
+        let text = std::fs::read_to_string(path).map_err(|err| LabError {
+            file: path.to_path_buf(),
+            line: 1,
+            message: format!("cannot read the lab file: {err}"),
+        })?;
+        LabSpec::parse(&text, path)
+    }
+
+    /// Parses and checks a lab file's text; `path` is used in error messages.
+    pub fn parse(text: &str, path: &Path) -> Result<LabSpec, LabError> {
+        let mut lab: LabSpec = toml::from_str(text).map_err(|err| LabError {
+            file: path.to_path_buf(),
+            line: err.span().map_or(1, |span| line_of_offset(text, span.start)),
+            message: err.message().trim().to_string(),
+        })?;
+        lab.file = path.to_path_buf();
+        lab.text = text.to_string();
+        lab.validate()?;
+        Ok(lab)
+    }
+
+    /// A copy with some parameters replaced (`--set n=4096`).
+    pub fn with_params(&self, overrides: &Params) -> Result<LabSpec, LabError> {
+        let mut lab = self.clone();
+        for (name, value) in overrides {
+            match lab.params.get_mut(name) {
+                Some(slot) => *slot = *value,
+                None => {
+                    return Err(self.error_at(
+                        "[params]",
+                        format!(
+                            "lab `{}` has no parameter `{name}` (it has: {})",
+                            self.name,
+                            self.params.keys().cloned().collect::<Vec<_>>().join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        lab.validate()?;
+        Ok(lab)
+    }
+
+    pub fn variant(&self, name: &str) -> Option<&VariantSpec> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+
+    pub fn buffer(&self, name: &str) -> Option<&BufferSpec> {
+        self.buffers.iter().find(|b| b.name == name)
+    }
+
+    /// The kernels of the book this lab runs, in variant order, with the line naming each.
+    pub fn kernel_refs(&self) -> Vec<(&str, usize)> {
+        self.variants
+            .iter()
+            .filter_map(|v| {
+                v.kernel
+                    .as_ref()
+                    .map(|k| (k.get_ref().as_str(), line_of_offset(&self.text, k.span().start)))
+            })
+            .collect()
+    }
+
+    /// An error about this lab at the first line containing `needle` (line 1 if none does).
+    pub fn error_at(&self, needle: &str, message: impl Into<String>) -> LabError {
+        let line = self
+            .text
+            .find(needle)
+            .map_or(1, |offset| line_of_offset(&self.text, offset));
+        LabError {
+            file: self.file.clone(),
+            line,
+            message: message.into(),
+        }
+    }
+
+    /// Bytes `variant` must move with `params` bound.
+    pub fn bytes_moved(&self, variant: &VariantSpec, params: &Params) -> Result<u64, ExprError> {
+        let expr = variant.bytes.as_ref().unwrap_or(&self.bytes);
+        let value = expr.eval(params)?;
+        u64::try_from(value).map_err(|_| ExprError::Arithmetic {
+            expr: expr.to_string(),
+        })
+    }
+
+    /// Resolves a variant's argument list.
+    pub fn args(&self, variant: &VariantSpec) -> Result<Vec<ArgSpec>, LabError> {
+        variant
+            .args
+            .iter()
+            .map(|arg| self.parse_arg(arg))
+            .collect()
+    }
+
+    fn parse_arg(&self, arg: &str) -> Result<ArgSpec, LabError> {
+        if self.buffer(arg).is_some() {
+            return Ok(ArgSpec::Buffer(arg.to_string()));
+        }
+        let (expr, ty) = match arg.rsplit_once(':') {
+            Some((expr, "i32")) => (expr, ScalarType::I32),
+            Some((expr, "i64")) => (expr, ScalarType::I64),
+            Some((expr, "u32")) => (expr, ScalarType::U32),
+            Some((expr, "u64")) => (expr, ScalarType::U64),
+            Some((_, other)) => {
+                return Err(self.error_at(
+                    arg,
+                    format!("argument `{arg}`: unknown type `{other}` (use i32, i64, u32 or u64)"),
+                ));
+            }
+            None => (arg, ScalarType::I32),
+        };
+        let expr = Expr::new(expr.trim());
+        expr.eval(&self.params).map_err(|err| {
+            self.error_at(
+                arg,
+                format!("argument `{arg}` is neither a buffer nor a valid expression: {err}"),
+            )
+        })?;
+        Ok(ArgSpec::Scalar { expr, ty })
+    }
+
+    fn validate(&self) -> Result<(), LabError> {
+        if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
+            return Err(self.error_at("name", format!("lab name `{}` must be letters, digits, `_` or `-`", self.name)));
+        }
+        let mut seen = BTreeSet::new();
+        for buffer in &self.buffers {
+            if !seen.insert(buffer.name.as_str()) {
+                return Err(self.error_at(&format!("\"{}\"", buffer.name), format!("buffer `{}` is defined twice", buffer.name)));
+            }
+            self.check_expr(&buffer.len, "buffer length")?;
+        }
+        self.check_expr(&self.bytes, "bytes")?;
+        self.validate_check(&self.check, "[check]")?;
+        if self.variants.is_empty() {
+            return Err(self.error_at("name", "a lab needs at least one [[variants]] entry"));
+        }
+        let mut seen = BTreeSet::new();
+        for variant in &self.variants {
+            self.validate_variant(variant)?;
+            if !seen.insert(variant.name.as_str()) {
+                return Err(self.error_at(&format!("\"{}\"", variant.name), format!("variant `{}` is defined twice", variant.name)));
+            }
+        }
+        if let Some(ceiling) = &self.ceiling {
+            if self.variant(ceiling).is_none() {
+                return Err(self.error_at("ceiling", format!("the ceiling names variant `{ceiling}`, which the lab does not define")));
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_variant(&self, variant: &VariantSpec) -> Result<(), LabError> {
+        let here = |message: String| self.error_at(&format!("\"{}\"", variant.name), message);
+        match (&variant.kernel, variant.builtin) {
+            (Some(_), Some(_)) => {
+                return Err(here(format!("variant `{}` names both a kernel and a builtin; give one", variant.name)));
+            }
+            (None, None) => {
+                return Err(here(format!("variant `{}` needs `kernel = \"...\"` or `builtin = \"memcpy\"`", variant.name)));
+            }
+            (Some(_), None) => {
+                for (what, dims) in [("grid", &variant.grid), ("block", &variant.block)] {
+                    if dims.is_empty() || dims.len() > 3 {
+                        return Err(here(format!("variant `{}`: `{what}` needs 1 to 3 dimensions", variant.name)));
+                    }
+                    for dim in dims {
+                        let value = dim.eval(&self.params).map_err(|err| here(format!("variant `{}`: {what}: {err}", variant.name)))?;
+                        if value <= 0 || value > i64::from(u32::MAX) {
+                            return Err(here(format!("variant `{}`: {what} dimension `{dim}` is {value}; it must be positive", variant.name)));
+                        }
+                    }
+                }
+                if let Some(bytes) = &variant.shared_bytes {
+                    self.check_expr(bytes, "shared_bytes")?;
+                }
+            }
+            (None, Some(Builtin::Memcpy)) => {
+                let buffers: Vec<_> = variant.args.iter().filter(|a| self.buffer(a).is_some()).collect();
+                if variant.args.len() != 2 || buffers.len() != 2 {
+                    return Err(here(format!("builtin memcpy (variant `{}`) takes `args = [dst, src]`, two buffers", variant.name)));
+                }
+            }
+        }
+        if let Some(bytes) = &variant.bytes {
+            self.check_expr(bytes, "bytes")?;
+        }
+        if let Some(check) = &variant.check {
+            self.validate_check(check, &format!("\"{}\"", variant.name))?;
+        }
+        self.args(variant)?;
+        Ok(())
+    }
+
+    fn validate_check(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
+        for name in [check.input(), check.output()] {
+            match self.buffer(name) {
+                None => {
+                    return Err(self.error_at(near, format!("the check names buffer `{name}`, which the lab does not define")));
+                }
+                Some(buffer) if name == check.input() && buffer.fill == Fill::Poison => {
+                    return Err(self.error_at(near, format!("the check's input `{name}` is a poisoned buffer; give it `fill = \"random\"`")));
+                }
+                Some(_) => {}
+            }
+        }
+        if let CheckSpec::Transpose { rows, cols, .. } = check {
+            self.check_expr(rows, "check.rows")?;
+            self.check_expr(cols, "check.cols")?;
+        }
+        Ok(())
+    }
+
+    /// The check that applies to `variant`: its own, or the lab's.
+    pub fn check_for<'a>(&'a self, variant: &'a VariantSpec) -> &'a CheckSpec {
+        variant.check.as_ref().unwrap_or(&self.check)
+    }
+
+    fn check_expr(&self, expr: &Expr, what: &str) -> Result<(), LabError> {
+        expr.eval(&self.params)
+            .map(|_| ())
+            .map_err(|err| self.error_at(expr.as_str(), format!("{what}: {err}")))
+    }
+}
+
+impl fmt::Display for ArgSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgSpec::Buffer(name) => f.write_str(name),
+            ArgSpec::Scalar { expr, ty } => write!(f, "{expr}:{ty:?}"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const COPY: &str = r#"
+name = "copy"
+title = "Copy"
+bytes = "2 * n * 4"
+ceiling = "memcpy"
+
+[params]
+n = 1024
+
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+
+[[variants]]
+name = "memcpy"
+builtin = "memcpy"
+args = ["dst", "src"]
+
+[[variants]]
+name = "scalar"
+kernel = "copy_scalar"
+grid = ["n / 256"]
+block = [256]
+args = ["dst", "src", "n"]
+"#;
+
+    fn parse(text: &str) -> Result<LabSpec, LabError> {
+        LabSpec::parse(text, Path::new("labs/copy.toml"))
+    }
+
+    #[test]
+    fn parses_a_valid_lab_and_resolves_arguments() {
+        let lab = parse(COPY).expect("valid");
+        assert_eq!(lab.variants.len(), 2);
+        assert_eq!(lab.kernel_refs(), vec![("copy_scalar", 33)]);
+        let args = lab.args(&lab.variants[1]).expect("args");
+        assert_eq!(args[0], ArgSpec::Buffer("dst".into()));
+        assert_eq!(
+            args[2],
+            ArgSpec::Scalar {
+                expr: Expr::new("n"),
+                ty: ScalarType::I32
+            }
+        );
+        assert_eq!(lab.bytes_moved(&lab.variants[1], &lab.params), Ok(8192));
+    }
+
+    #[test]
+    fn toml_errors_carry_the_line() {
+        let text = COPY.replace("fill = \"poison\"", "fill = \"poisson\"");
+        let err = parse(&text).expect_err("bad fill");
+        assert_eq!(err.file, PathBuf::from("labs/copy.toml"));
+        assert_eq!(err.line, 18);
+        assert!(err.message.contains("poisson"), "{}", err.message);
+    }
+
+    #[test]
+    fn missing_and_ill_typed_fields_are_reported() {
+        let err = parse(&COPY.replace("title = \"Copy\"\n", "")).expect_err("no title");
+        assert!(err.message.contains("title"), "{}", err.message);
+        let err = parse(&COPY.replace("n = 1024", "n = \"big\"")).expect_err("ill-typed");
+        assert_eq!(err.line, 8);
+    }
+
+    #[test]
+    fn unknown_names_are_reported_with_their_line() {
+        let err = parse(&COPY.replace("output = \"dst\"", "output = \"out\"")).expect_err("bad check");
+        assert!(err.message.contains("`out`"), "{}", err.message);
+        assert_eq!(err.line, 21);
+
+        let err = parse(&COPY.replace("ceiling = \"memcpy\"", "ceiling = \"cudaMemcpy\"")).expect_err("bad ceiling");
+        assert_eq!(err.line, 5);
+
+        let err = parse(&COPY.replace("[\"n / 256\"]", "[\"m / 256\"]")).expect_err("unknown param");
+        assert!(err.message.contains("unknown parameter `m`"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_variant_needs_exactly_one_of_kernel_and_builtin() {
+        let text = COPY.replace("builtin = \"memcpy\"", "builtin = \"memcpy\"\nkernel = \"x\"");
+        assert!(parse(&text).expect_err("both").message.contains("both"));
+        let text = COPY.replace("builtin = \"memcpy\"\n", "");
+        assert!(parse(&text).expect_err("neither").message.contains("needs"));
+    }
+
+    #[test]
+    fn duplicate_variants_and_bad_dimensions_are_errors() {
+        let text = COPY.replace("name = \"scalar\"", "name = \"memcpy\"");
+        assert!(parse(&text).expect_err("dup").message.contains("twice"));
+        let text = COPY.replace("block = [256]", "block = [0]");
+        assert!(parse(&text).expect_err("zero").message.contains("positive"));
+    }
+
+    #[test]
+    fn parameter_overrides_are_checked() {
+        let lab = parse(COPY).expect("valid");
+        let bigger = lab
+            .with_params(&Params::from([("n".into(), 4096)]))
+            .expect("override");
+        assert_eq!(bigger.params["n"], 4096);
+        let err = lab
+            .with_params(&Params::from([("m".into(), 1)]))
+            .expect_err("unknown");
+        assert!(err.message.contains("no parameter `m`"));
+    }
+
+    #[test]
+    fn argument_types_are_parsed_from_suffixes() {
+        let text = COPY.replace("[\"dst\", \"src\", \"n\"]", "[\"dst\", \"src\", \"n * 2:u64\"]");
+        let lab = parse(&text).expect("valid");
+        assert_eq!(
+            lab.args(&lab.variants[1]).expect("args")[2],
+            ArgSpec::Scalar {
+                expr: Expr::new("n * 2"),
+                ty: ScalarType::U64
+            }
+        );
+        let text = COPY.replace("[\"dst\", \"src\", \"n\"]", "[\"dst\", \"src\", \"n:f16\"]");
+        assert!(parse(&text).expect_err("bad type").message.contains("f16"));
+    }
+}

@@ -1,0 +1,46 @@
+//! `mdbook-kernelbook`: the preprocessor as a separate program, for a stock `mdbook build` or
+//! `mdbook serve` (book.toml's `[preprocessor.kernelbook]`). `kernelbook build` does not need it.
+
+use anyhow::Context;
+use kernelbook_runner::measure::MeasureOptions;
+use kernelbook_runner::{Mode, Runner, RunnerConfig};
+use mdbook_kernelbook::KernelbookPreprocessor;
+use mdbook_kernelbook::preprocessor::labs_dir;
+use mdbook_preprocessor::Preprocessor;
+use std::io::Write;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [supports, renderer] = args.as_slice() {
+        if supports == "supports" {
+            let ok = renderer == "html" || renderer == "markdown";
+            return if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE };
+        }
+    }
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("mdbook-kernelbook: {err:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> anyhow::Result<()> {
+    let (ctx, book) = mdbook_preprocessor::parse_input(std::io::stdin()).context("reading the book from mdBook")?;
+    let labs = labs_dir(&ctx.root, &ctx.config)?;
+    let recorded_only = std::env::var_os("KERNELBOOK_RECORDED").is_some();
+    let runner = Runner::new(RunnerConfig {
+        cache_dir: ctx.root.join(".kernelbook/cache"),
+        recorded_dir: labs.join("recorded"),
+        mode: if recorded_only { Mode::RecordedOnly } else { Mode::Auto },
+        options: MeasureOptions::default(),
+    });
+    let preprocessor = KernelbookPreprocessor::new(runner, Box::new(kernelbook_runner::measure::StageLog::default()));
+    let book = preprocessor.run(&ctx, book)?;
+    let mut stdout = std::io::stdout().lock();
+    serde_json::to_writer(&mut stdout, &book)?;
+    stdout.flush()?;
+    Ok(())
+}

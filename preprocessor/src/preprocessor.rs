@@ -1,0 +1,218 @@
+//! The mdBook preprocessor: scans the book, loads the labs, gets each lab's results from the
+//! runner and replaces every `{{#lab NAME}}` with the rendered results.
+
+use crate::render::{Templates, lab_view};
+use crate::scan::{BookIndex, ScanError};
+use anyhow::{Context, bail};
+use kernelbook_core::spec::LabSpec;
+use kernelbook_runner::Runner;
+use kernelbook_runner::measure::Progress;
+use mdbook_preprocessor::book::{Book, BookItem};
+use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The name book.toml uses: `[preprocessor.kernelbook]`.
+pub const NAME: &str = "kernelbook";
+
+/// Runs kernelbook inside an mdBook build.
+pub struct KernelbookPreprocessor {
+    runner: Runner,
+    templates: Templates,
+    progress: Mutex<Box<dyn Progress + Send>>,
+}
+
+impl std::fmt::Debug for KernelbookPreprocessor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KernelbookPreprocessor").field("runner", &self.runner).finish_non_exhaustive()
+    }
+}
+
+impl KernelbookPreprocessor {
+    pub fn new(runner: Runner, progress: Box<dyn Progress + Send>) -> Self {
+        KernelbookPreprocessor {
+            runner,
+            templates: Templates::new(),
+            progress: Mutex::new(progress),
+        }
+    }
+}
+
+/// The labs folder named in book.toml (`[preprocessor.kernelbook] labs = "labs"`), from the
+/// book's root.
+pub fn labs_dir(ctx_root: &Path, config: &mdbook_preprocessor::config::Config) -> anyhow::Result<PathBuf> {
+    let dir: Option<String> = config.get(&format!("preprocessor.{NAME}.labs"))?;
+    Ok(ctx_root.join(dir.unwrap_or_else(|| "labs".into())))
+}
+
+/// Loads every `*.toml` lab under `dir`, by name.
+pub fn load_labs(dir: &Path) -> anyhow::Result<BTreeMap<String, LabSpec>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read the labs folder {}", dir.display()))?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
+        .collect();
+    paths.sort();
+    let mut labs = BTreeMap::new();
+    let mut errors = Vec::new();
+    for path in paths {
+        match LabSpec::load(&path) {
+            Ok(lab) => {
+                if let Some(first) = labs.get(&lab.name).map(|l: &LabSpec| l.file.clone()) {
+                    errors.push(format!("{}:1: lab `{}` is also defined in {}", path.display(), lab.name, first.display()));
+                } else {
+                    labs.insert(lab.name.clone(), lab);
+                }
+            }
+            Err(err) => errors.push(err.to_string()),
+        }
+    }
+    if !errors.is_empty() {
+        bail!("{}", errors.join("\n"));
+    }
+    Ok(labs)
+}
+
+/// Checks that every lab the book shows names only kernels the book defines.
+pub fn check_kernel_refs(labs: &BTreeMap<String, LabSpec>, index: &BookIndex) -> Vec<String> {
+    labs.values()
+        .flat_map(|lab| {
+            lab.kernel_refs().into_iter().filter_map(|(kernel, line)| {
+                (!index.kernels.contains_key(kernel)).then(|| {
+                    format!(
+                        "{}:{line}: lab `{}` names kernel `{kernel}`, which no ```cuda kernel=... block in the book defines",
+                        lab.file.display(),
+                        lab.name
+                    )
+                })
+            })
+        })
+        .collect()
+}
+
+/// Scans the chapters of `book` (paths shown under the book's source folder).
+pub fn index_book(book: &Book, src_dir: &Path) -> Result<BookIndex, Vec<ScanError>> {
+    let chapters: Vec<(PathBuf, &str)> = book
+        .chapters()
+        .filter_map(|ch| {
+            let path = ch.source_path.as_ref().or(ch.path.as_ref())?;
+            Some((src_dir.join(path), ch.content.as_str()))
+        })
+        .collect();
+    BookIndex::build(chapters.iter().map(|(p, c)| (p.as_path(), *c)))
+}
+
+impl Preprocessor for KernelbookPreprocessor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
+        let src_dir = ctx.config.book.src.clone();
+        let index = index_book(&book, &src_dir).map_err(|errors| {
+            anyhow::anyhow!("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+        })?;
+        let labs = load_labs(&labs_dir(&ctx.root, &ctx.config)?)?;
+        let mut errors = check_kernel_refs(&labs, &index);
+        for scan in index.chapters.values() {
+            for directive in &scan.directives {
+                if !labs.contains_key(&directive.lab) {
+                    errors.push(format!(
+                        "{}: there is no lab `{}` (labs: {})",
+                        directive.location,
+                        directive.lab,
+                        labs.keys().cloned().collect::<Vec<_>>().join(", ")
+                    ));
+                }
+            }
+        }
+        if !errors.is_empty() {
+            bail!("{}", errors.join("\n"));
+        }
+
+        // Each lab the book shows is measured (or looked up) once, however often it is shown.
+        let mut rendered: BTreeMap<String, String> = BTreeMap::new();
+        for scan in index.chapters.values() {
+            for directive in &scan.directives {
+                if rendered.contains_key(&directive.lab) {
+                    continue;
+                }
+                let lab = &labs[&directive.lab];
+                let kernels = index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
+                let outcome = {
+                    let mut progress = self.progress.lock().map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
+                    self.runner.results_for(lab, &kernels, progress.as_mut())
+                };
+                let html = self
+                    .templates
+                    .render_lab(&lab_view(lab, &outcome))
+                    .with_context(|| format!("rendering lab `{}`", lab.name))?;
+                rendered.insert(directive.lab.clone(), html);
+            }
+        }
+
+        book.for_each_mut(|item| {
+            let BookItem::Chapter(chapter) = item else { return };
+            let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref()) else { return };
+            let Some(scan) = index.chapters.get(&src_dir.join(path)) else { return };
+            let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+            for directive in &scan.directives {
+                if let Some(html) = rendered.get(&directive.lab) {
+                    edits.push((directive.range.clone(), format!("\n\n{html}\n\n")));
+                }
+            }
+            for block in &scan.kernels {
+                // Highlight as C++ (the highlighter knows no CUDA) and say where the kernel lives.
+                edits.push((block.info_range.clone(), "cpp".into()));
+                let caption = format!(
+                    "<p class=\"kernelbook-kernel\">Kernel <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.cu</code></p>\n\n",
+                    block.kernel.name,
+                    escape_html(&format!("{}", block.kernel.origin.file.display())),
+                    block.kernel.name
+                );
+                edits.push((block.range.start..block.range.start, caption));
+            }
+            chapter.content = apply_edits(&chapter.content, edits);
+        });
+        Ok(book)
+    }
+
+    fn supports_renderer(&self, renderer: &str) -> anyhow::Result<bool> {
+        Ok(renderer == "html" || renderer == "markdown")
+    }
+}
+
+/// Applies non-overlapping edits; later edits first so earlier offsets stay valid.
+pub fn apply_edits(content: &str, mut edits: Vec<(Range<usize>, String)>) -> String {
+    edits.sort_by(|a, b| b.0.start.cmp(&a.0.start).then(b.0.end.cmp(&a.0.end)));
+    let mut out = content.to_string();
+    for (range, text) in edits {
+        if range.end <= out.len() && range.start <= range.end {
+            out.replace_range(range, &text);
+        }
+    }
+    out
+}
+
+/// Escapes text for HTML (for the few strings built outside handlebars).
+pub fn escape_html(text: &str) -> String {
+    handlebars::html_escape(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_apply_back_to_front() {
+        let out = apply_edits("abcdef", vec![(1..2, "X".into()), (4..4, "Y".into()), (0..0, "<".into())]);
+        assert_eq!(out, "<aXcdYef");
+    }
+
+    #[test]
+    fn escapes_markup() {
+        assert_eq!(escape_html("<a href=\"x\">&</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
+    }
+}

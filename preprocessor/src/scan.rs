@@ -1,0 +1,347 @@
+//! Finds what kernelbook cares about in a chapter's markdown: kernel blocks
+//! (` ```cuda kernel=NAME `) and lab directives (`{{#lab NAME}}`), with their byte ranges and
+//! lines. Parsing goes through pulldown-cmark so that a directive inside a code block or an
+//! inline code span is left alone, as the reader expects.
+
+use kernelbook_core::{KernelSource, SourceLocation, line_of_offset};
+use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
+use std::collections::BTreeMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// Info-string languages that mark a block as CUDA source.
+const CUDA_LANGUAGES: &[&str] = &["cuda", "cu"];
+const DIRECTIVE_OPEN: &str = "{{#lab";
+
+/// A kernel block found in a chapter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelBlock {
+    pub kernel: KernelSource,
+    /// The whole fenced block, fences included.
+    pub range: Range<usize>,
+    /// The info string after the opening backticks.
+    pub info_range: Range<usize>,
+}
+
+/// A `{{#lab NAME}}` directive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Directive {
+    pub lab: String,
+    pub range: Range<usize>,
+    pub location: SourceLocation,
+}
+
+/// What one chapter holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChapterScan {
+    pub kernels: Vec<KernelBlock>,
+    pub directives: Vec<Directive>,
+}
+
+/// A problem in the book's markdown, with its place.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{location}: {message}")]
+pub struct ScanError {
+    pub location: SourceLocation,
+    pub message: String,
+}
+
+/// Scans one chapter. `file` is used for locations (relative to the book's source folder).
+pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError> {
+    let at = |offset: usize| SourceLocation {
+        file: file.to_path_buf(),
+        line: line_of_offset(content, offset),
+    };
+    let mut scan = ChapterScan::default();
+    let mut code_ranges: Vec<Range<usize>> = Vec::new();
+    let mut open_block: Option<(Range<usize>, String, Range<usize>, String)> = None;
+
+    for (event, range) in Parser::new_ext(content, Options::all()).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(kind)) => {
+                let (info, info_range) = match kind {
+                    CodeBlockKind::Fenced(info) => {
+                        let info = info.to_string();
+                        let info_range = find_info_range(content, &range, &info);
+                        (info, info_range)
+                    }
+                    CodeBlockKind::Indented => (String::new(), range.start..range.start),
+                };
+                open_block = Some((range, info, info_range, String::new()));
+            }
+            Event::Text(text) => {
+                if let Some((_, _, _, body)) = open_block.as_mut() {
+                    body.push_str(&text);
+                }
+            }
+            Event::End(TagEnd::CodeBlock) => {
+                if let Some((range, info, info_range, body)) = open_block.take() {
+                    code_ranges.push(range.clone());
+                    if let Some(name) = parse_info(&info).map_err(|message| ScanError {
+                        location: at(range.start),
+                        message,
+                    })? {
+                        let origin = at(range.start);
+                        scan.kernels.push(KernelBlock {
+                            kernel: KernelSource {
+                                name,
+                                source: body,
+                                origin: SourceLocation {
+                                    file: origin.file,
+                                    line: origin.line + 1,
+                                },
+                            },
+                            range,
+                            info_range,
+                        });
+                    }
+                }
+            }
+            Event::Code(_) | Event::Html(_) | Event::InlineHtml(_) => code_ranges.push(range),
+            _ => {}
+        }
+    }
+
+    let mut search_from = 0;
+    while let Some(found) = content[search_from..].find(DIRECTIVE_OPEN) {
+        let start = search_from + found;
+        search_from = start + DIRECTIVE_OPEN.len();
+        if code_ranges.iter().any(|r| r.contains(&start)) {
+            continue;
+        }
+        let line_end = content[start..].find('\n').map_or(content.len(), |i| start + i);
+        let Some(close) = content[start..line_end].find("}}") else {
+            return Err(ScanError {
+                location: at(start),
+                message: "`{{#lab` is not closed with `}}` on the same line".into(),
+            });
+        };
+        let end = start + close + 2;
+        let inner = &content[start + DIRECTIVE_OPEN.len()..start + close];
+        if !inner.is_empty() && !inner.starts_with(char::is_whitespace) {
+            // `{{#labs ...}}` or similar: another preprocessor's directive, not ours.
+            continue;
+        }
+        let words: Vec<&str> = inner.split_whitespace().collect();
+        let lab = match words.as_slice() {
+            [name] if is_lab_name(name) => name.to_string(),
+            [] => {
+                return Err(ScanError {
+                    location: at(start),
+                    message: "`{{#lab}}` needs a lab name, e.g. `{{#lab transpose}}`".into(),
+                });
+            }
+            _ => {
+                return Err(ScanError {
+                    location: at(start),
+                    message: format!(
+                        "malformed directive `{}`: expected `{{{{#lab NAME}}}}` with one name of letters, digits, `_` or `-`",
+                        &content[start..end]
+                    ),
+                });
+            }
+        };
+        scan.directives.push(Directive {
+            lab,
+            range: start..end,
+            location: at(start),
+        });
+        search_from = end;
+    }
+    Ok(scan)
+}
+
+/// Reads a fenced block's info string: `Ok(Some(name))` for a kernel block, `Ok(None)` for any
+/// other block, `Err` for a CUDA block whose attributes are malformed.
+pub fn parse_info(info: &str) -> Result<Option<String>, String> {
+    let mut words = info.split_whitespace();
+    let Some(language) = words.next() else {
+        return Ok(None);
+    };
+    if !CUDA_LANGUAGES.contains(&language) {
+        return Ok(None);
+    }
+    let mut name = None;
+    for word in words {
+        match word.split_once('=') {
+            Some(("kernel", value)) => {
+                if !is_c_identifier(value) {
+                    return Err(format!(
+                        "kernel name `{value}` must be a C identifier (it is the `extern \"C\"` entry point)"
+                    ));
+                }
+                if name.replace(value.to_string()).is_some() {
+                    return Err("the info string names `kernel=` twice".into());
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "unknown attribute `{word}` in the info string `{info}` (kernel blocks take `kernel=NAME`)"
+                ));
+            }
+        }
+    }
+    Ok(name)
+}
+
+fn is_c_identifier(word: &str) -> bool {
+    let mut chars = word.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_lab_name(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+fn find_info_range(content: &str, block: &Range<usize>, info: &str) -> Range<usize> {
+    let first_line_end = content[block.clone()]
+        .find('\n')
+        .map_or(block.end, |i| block.start + i);
+    let line = &content[block.start..first_line_end];
+    match line.find(info.trim()) {
+        Some(i) if !info.trim().is_empty() => block.start + i..block.start + i + info.trim().len(),
+        _ => first_line_end..first_line_end,
+    }
+}
+
+/// Every kernel of the book by name, and every directive by chapter.
+#[derive(Debug, Clone, Default)]
+pub struct BookIndex {
+    pub kernels: BTreeMap<String, KernelSource>,
+    pub chapters: BTreeMap<PathBuf, ChapterScan>,
+}
+
+impl BookIndex {
+    /// Scans chapters given as (path, content); collects every error rather than the first.
+    pub fn build<'a>(chapters: impl IntoIterator<Item = (&'a Path, &'a str)>) -> Result<BookIndex, Vec<ScanError>> {
+        let mut index = BookIndex::default();
+        let mut errors = Vec::new();
+        for (path, content) in chapters {
+            match scan_chapter(content, path) {
+                Ok(scan) => {
+                    for block in &scan.kernels {
+                        let kernel = &block.kernel;
+                        if let Some(first) = index.kernels.get(&kernel.name) {
+                            errors.push(ScanError {
+                                location: SourceLocation {
+                                    file: kernel.origin.file.clone(),
+                                    line: kernel.origin.line - 1,
+                                },
+                                message: format!(
+                                    "kernel `{}` is defined twice; the first is at {}:{}",
+                                    kernel.name,
+                                    first.origin.file.display(),
+                                    first.origin.line - 1
+                                ),
+                            });
+                        } else {
+                            index.kernels.insert(kernel.name.clone(), kernel.clone());
+                        }
+                    }
+                    index.chapters.insert(path.to_path_buf(), scan);
+                }
+                Err(err) => errors.push(err),
+            }
+        }
+        if errors.is_empty() { Ok(index) } else { Err(errors) }
+    }
+
+    /// The kernels `names` refer to, for handing to the runner.
+    pub fn kernels_named<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, KernelSource> {
+        names
+            .into_iter()
+            .filter_map(|n| self.kernels.get(n).map(|k| (n.to_string(), k.clone())))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHAPTER: &str = "# Transpose
+
+Some text with `{{#lab not_this_one}}` in code.
+
+```cuda kernel=transpose_naive
+extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n) {
+    out[0] = in[0];
+}
+```
+
+```cuda
+// shown, not run
+```
+
+```text
+{{#lab not_in_a_code_block_either}}
+```
+
+{{#lab transpose}}
+";
+
+    fn path() -> &'static Path {
+        Path::new("transpose.md")
+    }
+
+    #[test]
+    fn finds_kernel_blocks_with_source_and_line() {
+        let scan = scan_chapter(CHAPTER, path()).expect("scan");
+        assert_eq!(scan.kernels.len(), 1);
+        let kernel = &scan.kernels[0].kernel;
+        assert_eq!(kernel.name, "transpose_naive");
+        assert_eq!(kernel.origin.line, 6, "the first source line, after the fence");
+        assert!(kernel.source.starts_with("extern \"C\" __global__ void transpose_naive("));
+        assert!(kernel.source.ends_with("}\n"));
+        assert_eq!(&CHAPTER[scan.kernels[0].info_range.clone()], "cuda kernel=transpose_naive");
+    }
+
+    #[test]
+    fn finds_directives_outside_code_only() {
+        let scan = scan_chapter(CHAPTER, path()).expect("scan");
+        assert_eq!(scan.directives.len(), 1);
+        let directive = &scan.directives[0];
+        assert_eq!(directive.lab, "transpose");
+        assert_eq!(directive.location.line, 19);
+        assert_eq!(&CHAPTER[directive.range.clone()], "{{#lab transpose}}");
+    }
+
+    #[test]
+    fn malformed_directives_are_errors_with_lines() {
+        let err = scan_chapter("text\n\n{{#lab}}\n", path()).expect_err("no name");
+        assert_eq!(err.location.line, 3);
+        assert!(err.message.contains("needs a lab name"));
+        let err = scan_chapter("{{#lab a b}}\n", path()).expect_err("two names");
+        assert!(err.message.contains("malformed"), "{}", err.message);
+        let err = scan_chapter("a\n{{#lab transpose\n}}", path()).expect_err("unclosed");
+        assert_eq!(err.location.line, 2);
+        assert!(scan_chapter("{{#labels x}}", path()).expect("not ours").directives.is_empty());
+    }
+
+    #[test]
+    fn info_strings() {
+        assert_eq!(parse_info("cuda kernel=copy_f4"), Ok(Some("copy_f4".into())));
+        assert_eq!(parse_info("cuda"), Ok(None));
+        assert_eq!(parse_info("rust kernel=x"), Ok(None));
+        assert!(parse_info("cuda kernel=").is_err());
+        assert!(parse_info("cuda kernel=1abc").is_err());
+        assert!(parse_info("cuda kernel=a kernel=b").is_err());
+        assert!(parse_info("cuda kernal=a").expect_err("typo").contains("kernal"));
+    }
+
+    #[test]
+    fn a_malformed_info_string_names_the_fence_line() {
+        let err = scan_chapter("# A\n\n```cuda kernel=bad-name\n```\n", path()).expect_err("bad");
+        assert_eq!(err.location.line, 3);
+    }
+
+    #[test]
+    fn duplicate_kernel_names_across_chapters_are_reported_with_both_places() {
+        let one = "```cuda kernel=copy\nx\n```\n";
+        let two = "# B\n\n```cuda kernel=copy\ny\n```\n";
+        let errors = BookIndex::build([(Path::new("a.md"), one), (Path::new("b.md"), two)]).expect_err("dup");
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].to_string(), "b.md:3: kernel `copy` is defined twice; the first is at a.md:1");
+    }
+}

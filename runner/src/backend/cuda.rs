@@ -1,0 +1,1031 @@
+//! The CUDA backend: NVRTC compiles kernel source to a CUBIN, the driver API (through cudarc,
+//! loaded at run time) loads, launches and times it.
+//!
+//! Nothing here links against CUDA: `libcuda.so.1` and `libnvrtc.so.13` are opened on first use,
+//! so the book builds on machines without a GPU. cudarc panics when a library it needs is absent,
+//! so every entry point ([`probe`], [`CudaDevice::open`], [`Nvrtc::load`]) checks for the library
+//! first and returns [`Unavailable`] instead. A [`CudaDevice`] or [`Nvrtc`] only exists once its
+//! library was found, so their methods need no further check.
+//!
+//! All work is queued on one stream and cudarc's per-buffer event tracking is switched off, so
+//! nothing but the lab's own operations (and the two timing events) is recorded on the stream.
+
+use super::{
+    BufferId, CompileError, CompileRequest, CompiledKernel, Compiler, Device, DeviceError,
+    KernelArg, KernelId, LoadedKernel, Op,
+};
+use cudarc::driver::sys::{
+    self as cu, CUdevice_attribute, CUevent_flags, CUfunction_attribute, CUresult,
+};
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut,
+    DriverError, LaunchConfig, PushKernelArg, result,
+};
+use cudarc::nvrtc::result::{self as nvrtc_result, NvrtcError};
+use cudarc::nvrtc::sys::{self as nvrtc_sys, nvrtcResult};
+use kernelbook_core::results::{DeviceInfo, LaunchShape};
+use std::cell::Cell;
+use std::ffi::{CStr, CString, c_char, c_int};
+use std::sync::Arc;
+
+/// The oldest driver this backend runs on, as `cuDriverGetVersion` reports it. cudarc is built
+/// for the CUDA 13.0 API and resolves 13.0 entry points (e.g. `cuEventElapsedTime_v2`) by name,
+/// and NVRTC 13 emits CUBINs for a 13.x driver; an older driver would fail to load them or make
+/// cudarc panic on a missing symbol.
+const MIN_DRIVER_VERSION: i32 = 13000;
+
+/// The smallest buffer `flush_l2` writes, whatever the L2 size the driver reports.
+const MIN_FLUSH_BYTES: u64 = 64 << 20;
+
+/// Parameters beyond this many are not looked up (a kernel with more is not checked).
+const MAX_CHECKED_PARAMS: usize = 4096;
+
+/// Whether the CUDA driver library (`libcuda.so.1`) can be loaded.
+pub fn driver_present() -> bool {
+    // SAFETY: `is_culib_present` only tries to dlopen the candidate library names and drops
+    // them again; it calls no CUDA function and touches no shared state.
+    unsafe { cu::is_culib_present() }
+}
+
+/// Whether the NVRTC library (`libnvrtc.so.13` or a compatible one) can be loaded.
+pub fn nvrtc_present() -> bool {
+    // SAFETY: as for `driver_present`: a dlopen attempt, nothing else.
+    unsafe { nvrtc_sys::is_culib_present() }
+}
+
+/// Why the CUDA backend cannot be used on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    #[error("no CUDA driver found (libcuda.so.1 could not be loaded)")]
+    NoDriver,
+    #[error("the CUDA driver reports no GPU")]
+    NoDevice,
+    #[error("NVRTC (libnvrtc.so.13) could not be loaded")]
+    NoCompiler,
+    #[error("{0}")]
+    Driver(String),
+}
+
+/// What the driver says about a GPU, obtained without creating a context (cheap, and harmless
+/// while another process owns the GPU).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Probe {
+    pub info: DeviceInfo,
+    /// e.g. "13.0".
+    pub driver_version: String,
+}
+
+/// Identifies GPU 0 without creating a context.
+pub fn probe() -> Result<Probe, Unavailable> {
+    probe_ordinal(0).map(|(probe, _)| probe)
+}
+
+/// Identifies GPU `ordinal`; also returns the driver's raw version number.
+fn probe_ordinal(ordinal: usize) -> Result<(Probe, i32), Unavailable> {
+    if !driver_present() {
+        return Err(Unavailable::NoDriver);
+    }
+    let version = raw_driver_version()
+        .map_err(|e| unavailable("the CUDA driver could not report its version", e))?;
+    result::init().map_err(|e| {
+        if e.0 == CUresult::CUDA_ERROR_NO_DEVICE {
+            Unavailable::NoDevice
+        } else {
+            unavailable("the CUDA driver could not start", e)
+        }
+    })?;
+    let count = result::device::get_count()
+        .map_err(|e| unavailable("the CUDA driver could not count its GPUs", e))?;
+    if count <= 0 {
+        return Err(Unavailable::NoDevice);
+    }
+    let index = c_int::try_from(ordinal)
+        .ok()
+        .filter(|&index| index < count)
+        .ok_or_else(|| {
+            Unavailable::Driver(format!(
+                "GPU {ordinal} was asked for, but the CUDA driver reports only {count}"
+            ))
+        })?;
+    let dev = result::device::get(index)
+        .map_err(|e| unavailable("the CUDA driver could not open the GPU", e))?;
+    let info = device_info(dev)
+        .map_err(|e| unavailable("the CUDA driver could not describe the GPU", e))?;
+    let probe = Probe {
+        info,
+        driver_version: format_driver_version(version),
+    };
+    Ok((probe, version))
+}
+
+/// `cuDriverGetVersion`, which needs no `cuInit`.
+fn raw_driver_version() -> Result<i32, DriverError> {
+    let mut version: c_int = 0;
+    // SAFETY: the driver writes one int through a pointer to a live local.
+    unsafe { cu::cuDriverGetVersion(&mut version) }.result()?;
+    Ok(version)
+}
+
+/// One device attribute.
+fn attribute(dev: cu::CUdevice, attribute: CUdevice_attribute) -> Result<i32, DriverError> {
+    // SAFETY: `dev` came from `cuDeviceGet` after a successful `cuInit`.
+    unsafe { result::device::get_attribute(dev, attribute) }
+}
+
+fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, DriverError> {
+    use CUdevice_attribute::*;
+    let major = to_u32(attribute(
+        dev,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    )?);
+    let minor = to_u32(attribute(
+        dev,
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+    )?);
+    let uuid = result::device::get_uuid(dev)?;
+    // SAFETY: `dev` came from `cuDeviceGet` after a successful `cuInit`.
+    let memory_bytes = unsafe { result::device::total_mem(dev) }?;
+    Ok(DeviceInfo {
+        backend: "cuda".to_string(),
+        name: result::device::get_name(dev)?,
+        uuid: format_uuid(&uuid.bytes.map(|c| u8::from_ne_bytes(c.to_ne_bytes()))),
+        arch: format!("sm_{major}{minor}"),
+        compute_capability: (major, minor),
+        sm_count: to_u32(attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?),
+        l2_bytes: to_u64(attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?),
+        memory_bytes: u64::try_from(memory_bytes).unwrap_or(u64::MAX),
+        memory_clock_khz: to_u64(attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?),
+        bus_width_bits: to_u64(attribute(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?),
+        sm_clock_khz: to_u64(attribute(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?),
+        max_threads_per_sm: to_u32(attribute(
+            dev,
+            CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+        )?),
+        max_shared_bytes_per_block: to_u64(attribute(
+            dev,
+            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        )?),
+    })
+}
+
+/// "13.0" from `cuDriverGetVersion`'s 13000 (major × 1000 + minor × 10).
+fn format_driver_version(version: i32) -> String {
+    format!("{}.{}", version / 1000, (version % 1000) / 10)
+}
+
+/// A UUID as nvidia-smi prints it: "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".
+fn format_uuid(bytes: &[u8; 16]) -> String {
+    let hex = |range: std::ops::Range<usize>| -> String {
+        bytes[range].iter().map(|b| format!("{b:02x}")).collect()
+    };
+    format!(
+        "GPU-{}-{}-{}-{}-{}",
+        hex(0..4),
+        hex(4..6),
+        hex(6..8),
+        hex(8..10),
+        hex(10..16)
+    )
+}
+
+/// A driver attribute that cannot be negative, as unsigned (0 if it somehow is).
+fn to_u32(value: i32) -> u32 {
+    u32::try_from(value).unwrap_or(0)
+}
+
+fn to_u64(value: i32) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+/// The driver's name and description of an error, e.g.
+/// "CUDA_ERROR_OUT_OF_MEMORY: out of memory".
+fn driver_message(error: &DriverError) -> String {
+    let name = error.error_name().map(|s| s.to_string_lossy().into_owned());
+    let text = error
+        .error_string()
+        .map(|s| s.to_string_lossy().into_owned());
+    match (name, text) {
+        (Ok(name), Ok(text)) => format!("{name}: {text}"),
+        (Ok(name), Err(_)) => name,
+        _ => format!("{:?}", error.0),
+    }
+}
+
+fn driver_error(operation: &'static str, error: DriverError) -> DeviceError {
+    DeviceError::new(operation, driver_message(&error))
+}
+
+fn unavailable(context: &str, error: DriverError) -> Unavailable {
+    Unavailable::Driver(format!("{context}: {}", driver_message(&error)))
+}
+
+/// A loaded kernel.
+#[derive(Debug)]
+struct Kernel {
+    name: String,
+    function: CudaFunction,
+    /// Kept with the function it was loaded from (the function also holds it alive).
+    _module: Arc<CudaModule>,
+    /// Byte size of each parameter, from `cuFuncGetParamInfo`; `None` if the driver could not
+    /// say, in which case arguments are not checked.
+    param_sizes: Option<Vec<usize>>,
+    /// The kernel's current `MAX_DYNAMIC_SHARED_SIZE_BYTES`, raised on demand.
+    dynamic_shared_limit: Cell<u32>,
+}
+
+/// One GPU with one stream; see [`Device`].
+#[derive(Debug)]
+pub struct CudaDevice {
+    info: DeviceInfo,
+    driver_version: String,
+    start: CudaEvent,
+    end: CudaEvent,
+    buffers: Vec<CudaSlice<u8>>,
+    kernels: Vec<Kernel>,
+    /// The buffer `flush_l2` writes, allocated on first use.
+    scratch: Option<CudaSlice<u8>>,
+    flush_byte: u8,
+    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+}
+
+impl CudaDevice {
+    /// Opens GPU `ordinal`: retains its primary context and creates a stream and two timing
+    /// events.
+    pub fn open(ordinal: usize) -> Result<CudaDevice, Unavailable> {
+        let (probe, version) = probe_ordinal(ordinal)?;
+        if version < MIN_DRIVER_VERSION {
+            return Err(Unavailable::Driver(format!(
+                "the CUDA driver supports CUDA {}, kernelbook needs CUDA {} or newer \
+                 (NVIDIA driver 580 or newer)",
+                probe.driver_version,
+                format_driver_version(MIN_DRIVER_VERSION)
+            )));
+        }
+        let ctx = CudaContext::new(ordinal)
+            .map_err(|e| unavailable("the CUDA driver could not open the GPU", e))?;
+        // SAFETY: the contract is that the caller orders work on buffers across streams. This
+        // device creates exactly one stream, before any buffer exists, and allocates, uses and
+        // frees every buffer on it, so stream order alone sequences all accesses and every free
+        // comes after the last use. Turning tracking off means no event is recorded around
+        // launches and copies, where it would sit inside the timed region.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx
+            .new_stream()
+            .map_err(|e| unavailable("the CUDA driver could not create a stream", e))?;
+        let timing_event = || {
+            ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                .map_err(|e| unavailable("the CUDA driver could not create an event", e))
+        };
+        let start = timing_event()?;
+        let end = timing_event()?;
+        Ok(CudaDevice {
+            info: probe.info,
+            driver_version: probe.driver_version,
+            start,
+            end,
+            buffers: Vec::new(),
+            kernels: Vec::new(),
+            scratch: None,
+            flush_byte: 0xa5,
+            stream,
+            ctx,
+        })
+    }
+
+    fn buffer(&self, id: BufferId) -> Result<&CudaSlice<u8>, DeviceError> {
+        self.buffers
+            .get(id.0)
+            .ok_or_else(|| DeviceError::new("buffer", format!("no buffer {}", id.0)))
+    }
+
+    fn kernel(&self, id: KernelId) -> Result<&Kernel, DeviceError> {
+        self.kernels
+            .get(id.0)
+            .ok_or_else(|| DeviceError::new("kernel", format!("no kernel {}", id.0)))
+    }
+
+    /// Raises the kernel's dynamic shared memory limit to `bytes` if needed: beyond 48 KiB
+    /// (less the static shared memory) the driver refuses launches until the kernel opts in.
+    fn ensure_dynamic_shared(
+        &self,
+        operation: &'static str,
+        kernel: &Kernel,
+        bytes: u32,
+    ) -> Result<(), DeviceError> {
+        if bytes <= kernel.dynamic_shared_limit.get() {
+            return Ok(());
+        }
+        let value = i32::try_from(bytes).map_err(|_| {
+            DeviceError::new(
+                operation,
+                format!("{bytes} bytes of shared memory is too many"),
+            )
+        })?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error(operation, e))?;
+        kernel
+            .function
+            .set_attribute(
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                value,
+            )
+            .map_err(|e| {
+                DeviceError::new(
+                    operation,
+                    format!(
+                        "kernel `{}` cannot have {bytes} bytes of dynamic shared memory: {}",
+                        kernel.name,
+                        driver_message(&e)
+                    ),
+                )
+            })?;
+        kernel.dynamic_shared_limit.set(bytes);
+        Ok(())
+    }
+
+    fn launch(
+        &self,
+        kernel: KernelId,
+        shape: &LaunchShape,
+        args: &[KernelArg],
+    ) -> Result<(), DeviceError> {
+        let kernel = self.kernel(kernel)?;
+        check_args(kernel, args)?;
+        self.ensure_dynamic_shared("launch", kernel, shape.shared_bytes)?;
+        let mut builder = self.stream.launch_builder(&kernel.function);
+        for arg in args {
+            // Scalars are passed by reference into `args`, which outlives the launch call; the
+            // driver copies every parameter when the launch is queued.
+            match arg {
+                KernelArg::Buffer(id) => builder.arg(self.buffer(*id)?),
+                KernelArg::I32(value) => builder.arg(value),
+                KernelArg::I64(value) => builder.arg(value),
+                KernelArg::U32(value) => builder.arg(value),
+                KernelArg::U64(value) => builder.arg(value),
+            };
+        }
+        let [gx, gy, gz] = shape.grid;
+        let [bx, by, bz] = shape.block;
+        let config = LaunchConfig {
+            grid_dim: (gx, gy, gz),
+            block_dim: (bx, by, bz),
+            shared_mem_bytes: shape.shared_bytes,
+        };
+        // SAFETY: `cuLaunchKernel` reads one pointer per kernel parameter and copies the value
+        // behind it. The pointers are to the device pointers inside `self.buffers` and to the
+        // scalars inside `args`, both borrowed for this whole call. `check_args` has matched
+        // their number and sizes against the kernel's parameter list where the driver reports
+        // it; that they mean what the kernel expects (the argument types come from the lab file)
+        // is the lab author's responsibility, as is staying inside the buffers, which outlive
+        // the launch because buffers are only freed when the device is dropped, after a
+        // synchronize.
+        unsafe { builder.launch(config) }.map_err(|e| {
+            DeviceError::new(
+                "launch",
+                format!("kernel `{}`: {}", kernel.name, driver_message(&e)),
+            )
+        })?;
+        // Errors cudarc could only record (in `Drop`s) surface here rather than later.
+        self.ctx.check_err().map_err(|e| driver_error("launch", e))
+    }
+
+    fn copy(&mut self, dst: BufferId, src: BufferId, bytes: usize) -> Result<(), DeviceError> {
+        if dst == src {
+            return Err(DeviceError::new(
+                "copy",
+                "source and destination are the same buffer",
+            ));
+        }
+        let (src_slice, dst_slice) = pair_mut(&mut self.buffers, src.0, dst.0)
+            .ok_or_else(|| DeviceError::new("copy", "no such buffer"))?;
+        if bytes > src_slice.len() || bytes > dst_slice.len() {
+            return Err(DeviceError::new(
+                "copy",
+                format!(
+                    "{bytes} bytes do not fit: the source has {}, the destination {}",
+                    src_slice.len(),
+                    dst_slice.len()
+                ),
+            ));
+        }
+        if bytes == 0 {
+            return Ok(());
+        }
+        let src_view = src_slice
+            .try_slice(0..bytes)
+            .ok_or_else(|| DeviceError::new("copy", "source range out of bounds"))?;
+        let mut dst_view = dst_slice
+            .try_slice_mut(0..bytes)
+            .ok_or_else(|| DeviceError::new("copy", "destination range out of bounds"))?;
+        self.stream
+            .memcpy_dtod(&src_view, &mut dst_view)
+            .map_err(|e| driver_error("copy", e))
+    }
+}
+
+/// Checks the arguments against the parameter sizes the driver reported for the kernel, so that
+/// a wrong argument list is an error rather than the driver reading past it.
+fn check_args(kernel: &Kernel, args: &[KernelArg]) -> Result<(), DeviceError> {
+    let Some(sizes) = &kernel.param_sizes else {
+        return Ok(());
+    };
+    if sizes.len() != args.len() {
+        return Err(DeviceError::new(
+            "launch",
+            format!(
+                "kernel `{}` takes {} parameters, the lab passes {}",
+                kernel.name,
+                sizes.len(),
+                args.len()
+            ),
+        ));
+    }
+    for (index, (&size, arg)) in sizes.iter().zip(args).enumerate() {
+        let (kind, arg_size) = match arg {
+            KernelArg::Buffer(_) => ("a buffer pointer", 8),
+            KernelArg::I32(_) => ("an i32", 4),
+            KernelArg::I64(_) => ("an i64", 8),
+            KernelArg::U32(_) => ("a u32", 4),
+            KernelArg::U64(_) => ("a u64", 8),
+        };
+        if size != arg_size {
+            return Err(DeviceError::new(
+                "launch",
+                format!(
+                    "parameter {} of kernel `{}` is {size} bytes, the lab passes {kind} \
+                     ({arg_size} bytes)",
+                    index + 1,
+                    kernel.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `&v[a]` and `&mut v[b]` at once; `None` if either is out of range or `a == b`.
+fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> Option<(&T, &mut T)> {
+    if a == b || a >= v.len() || b >= v.len() {
+        return None;
+    }
+    if a < b {
+        let (low, high) = v.split_at_mut(b);
+        Some((&low[a], &mut high[0]))
+    } else {
+        let (low, high) = v.split_at_mut(a);
+        Some((&high[0], &mut low[b]))
+    }
+}
+
+/// Queues a memset of the whole slice on `stream`.
+fn memset(
+    ctx: &CudaContext,
+    stream: &CudaStream,
+    slice: &mut CudaSlice<u8>,
+    byte: u8,
+) -> Result<(), DriverError> {
+    ctx.bind_to_thread()?;
+    let bytes = slice.len();
+    let (ptr, _record) = slice.device_ptr_mut(stream);
+    // SAFETY: `ptr` is the start of a live allocation of `bytes` bytes owned by `slice`, which
+    // is borrowed mutably for this call and was allocated on `stream`; any byte pattern is a
+    // valid `u8`.
+    unsafe { result::memset_d8_async(ptr, byte, bytes, stream.cu_stream()) }
+}
+
+/// Byte size of each of the function's parameters, or `None` if the driver cannot say.
+fn param_sizes(function: &CudaFunction) -> Option<Vec<usize>> {
+    let mut sizes = Vec::new();
+    for index in 0..MAX_CHECKED_PARAMS {
+        let mut offset = 0usize;
+        let mut size = 0usize;
+        // SAFETY: the function handle is valid while `function` (which holds its module) lives;
+        // the driver writes two `usize`s through pointers to live locals.
+        let status = unsafe {
+            cu::cuFuncGetParamInfo(function.cu_function(), index, &mut offset, &mut size)
+        };
+        match status {
+            CUresult::CUDA_SUCCESS => sizes.push(size),
+            // Documented answer for an index past the last parameter.
+            CUresult::CUDA_ERROR_INVALID_VALUE => return Some(sizes),
+            _ => return None,
+        }
+    }
+    None
+}
+
+impl Drop for CudaDevice {
+    /// Waits for queued work before the buffers and modules it uses are released.
+    fn drop(&mut self) {
+        let _ = self.stream.synchronize();
+    }
+}
+
+impl Device for CudaDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn driver_version(&self) -> String {
+        self.driver_version.clone()
+    }
+
+    fn alloc(&mut self, bytes: usize) -> Result<BufferId, DeviceError> {
+        if bytes == 0 {
+            return Err(DeviceError::new("alloc", "cannot allocate an empty buffer"));
+        }
+        let buffer = self
+            .stream
+            .alloc_zeros::<u8>(bytes)
+            .map_err(|e| driver_error("alloc", e))?;
+        self.buffers.push(buffer);
+        Ok(BufferId(self.buffers.len() - 1))
+    }
+
+    /// Writes `data` to the start of the buffer. Returns once `data` has been read (the driver
+    /// stages pageable memory before returning).
+    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), DeviceError> {
+        let slice = self
+            .buffers
+            .get_mut(buffer.0)
+            .ok_or_else(|| DeviceError::new("upload", format!("no buffer {}", buffer.0)))?;
+        if data.len() > slice.len() {
+            return Err(DeviceError::new(
+                "upload",
+                format!(
+                    "{} bytes do not fit in a {}-byte buffer",
+                    data.len(),
+                    slice.len()
+                ),
+            ));
+        }
+        if data.is_empty() {
+            return Ok(());
+        }
+        let mut view = slice
+            .try_slice_mut(0..data.len())
+            .ok_or_else(|| DeviceError::new("upload", "range out of bounds"))?;
+        self.stream
+            .memcpy_htod(data, &mut view)
+            .map_err(|e| driver_error("upload", e))
+    }
+
+    /// Reads the first `out.len()` bytes of the buffer, after all queued work.
+    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), DeviceError> {
+        let slice = self
+            .buffers
+            .get(buffer.0)
+            .ok_or_else(|| DeviceError::new("download", format!("no buffer {}", buffer.0)))?;
+        if out.len() > slice.len() {
+            return Err(DeviceError::new(
+                "download",
+                format!("{} bytes asked of a {}-byte buffer", out.len(), slice.len()),
+            ));
+        }
+        if !out.is_empty() {
+            let view = slice
+                .try_slice(0..out.len())
+                .ok_or_else(|| DeviceError::new("download", "range out of bounds"))?;
+            self.stream
+                .memcpy_dtoh(&view, out)
+                .map_err(|e| driver_error("download", e))?;
+        }
+        self.stream
+            .synchronize()
+            .map_err(|e| driver_error("download", e))
+    }
+
+    fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError> {
+        let slice = self
+            .buffers
+            .get_mut(buffer.0)
+            .ok_or_else(|| DeviceError::new("fill", format!("no buffer {}", buffer.0)))?;
+        memset(&self.ctx, &self.stream, slice, byte).map_err(|e| driver_error("fill", e))
+    }
+
+    fn load(&mut self, kernel: &CompiledKernel) -> Result<(KernelId, LoadedKernel), DeviceError> {
+        // `cuModuleLoadData` takes a bare pointer and parses what it finds there, so only
+        // hand it something that is at least an ELF image (a CUBIN is one).
+        if !kernel.image.starts_with(b"\x7fELF") {
+            return Err(DeviceError::new(
+                "load",
+                format!("the image of `{}` is not a CUBIN", kernel.name),
+            ));
+        }
+        // cudarc's `load_function` would panic on a NUL in the name.
+        if kernel.name.contains('\0') {
+            return Err(DeviceError::new(
+                "load",
+                "the kernel name contains a NUL byte",
+            ));
+        }
+        // `Ptx::from_binary` loads through `cuModuleLoadData`, which accepts a CUBIN.
+        let module = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(kernel.image.clone()))
+            .map_err(|e| driver_error("load", e))?;
+        let function = module.load_function(&kernel.name).map_err(|e| {
+            DeviceError::new(
+                "load",
+                format!(
+                    "no kernel `{}` in the image (is it declared extern \"C\" __global__?): {}",
+                    kernel.name,
+                    driver_message(&e)
+                ),
+            )
+        })?;
+        let loaded = LoadedKernel {
+            registers: to_u32(function.num_regs().map_err(|e| driver_error("load", e))?),
+            local_bytes: to_u32(
+                function
+                    .local_size_bytes()
+                    .map_err(|e| driver_error("load", e))?,
+            ),
+            shared_bytes: to_u32(
+                function
+                    .shared_size_bytes()
+                    .map_err(|e| driver_error("load", e))?,
+            ),
+        };
+        let dynamic_shared_limit = to_u32(
+            function
+                .get_attribute(
+                    CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                )
+                .map_err(|e| driver_error("load", e))?,
+        );
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("load", e))?;
+        let param_sizes = param_sizes(&function);
+        self.kernels.push(Kernel {
+            name: kernel.name.clone(),
+            function,
+            _module: module,
+            param_sizes,
+            dynamic_shared_limit: Cell::new(dynamic_shared_limit),
+        });
+        Ok((KernelId(self.kernels.len() - 1), loaded))
+    }
+
+    /// May raise the kernel's dynamic shared memory limit, as a launch of that shape would.
+    fn blocks_per_sm(
+        &self,
+        kernel: KernelId,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32, DeviceError> {
+        let kernel = self.kernel(kernel)?;
+        self.ensure_dynamic_shared("occupancy", kernel, dynamic_shared_bytes)?;
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| driver_error("occupancy", e))?;
+        kernel
+            .function
+            .occupancy_max_active_blocks_per_multiprocessor(
+                block_threads,
+                dynamic_shared_bytes as usize,
+                None,
+            )
+            .map_err(|e| driver_error("occupancy", e))
+    }
+
+    fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
+        match *op {
+            Op::Launch {
+                kernel,
+                ref shape,
+                args,
+            } => self.launch(kernel, shape, args),
+            Op::Copy { dst, src, bytes } => self.copy(dst, src, bytes),
+        }
+    }
+
+    fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError> {
+        self.start
+            .record(&self.stream)
+            .map_err(|e| driver_error("time", e))?;
+        self.run(op)?;
+        self.end
+            .record(&self.stream)
+            .map_err(|e| driver_error("time", e))?;
+        self.end
+            .synchronize()
+            .map_err(|e| driver_error("time", e))?;
+        let ms = self
+            .start
+            .elapsed_ms(&self.end)
+            .map_err(|e| driver_error("time", e))?;
+        Ok(f64::from(ms))
+    }
+
+    fn flush_l2(&mut self) -> Result<(), DeviceError> {
+        let scratch = match &mut self.scratch {
+            Some(scratch) => scratch,
+            empty => {
+                let bytes = self.info.l2_bytes.saturating_mul(2).max(MIN_FLUSH_BYTES);
+                let bytes = usize::try_from(bytes).map_err(|_| {
+                    DeviceError::new("flush L2", format!("{bytes} bytes is too large"))
+                })?;
+                let slice = self
+                    .stream
+                    .alloc_zeros::<u8>(bytes)
+                    .map_err(|e| driver_error("flush L2", e))?;
+                empty.insert(slice)
+            }
+        };
+        // A different value each time, so no write could be skipped as a no-op.
+        self.flush_byte = !self.flush_byte;
+        memset(&self.ctx, &self.stream, scratch, self.flush_byte)
+            .map_err(|e| driver_error("flush L2", e))
+    }
+
+    fn synchronize(&mut self) -> Result<(), DeviceError> {
+        self.stream
+            .synchronize()
+            .map_err(|e| driver_error("synchronize", e))
+    }
+}
+
+/// NVRTC, the runtime compiler: CUDA C++ source to a CUBIN. Needs no GPU.
+#[derive(Debug, Clone)]
+pub struct Nvrtc {
+    version: String,
+}
+
+impl Nvrtc {
+    /// Loads NVRTC and reads its version.
+    pub fn load() -> Result<Nvrtc, Unavailable> {
+        if !nvrtc_present() {
+            return Err(Unavailable::NoCompiler);
+        }
+        let mut major: c_int = 0;
+        let mut minor: c_int = 0;
+        // SAFETY: NVRTC writes one int through each pointer, both to live locals.
+        unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }
+            .result()
+            .map_err(|e| {
+                Unavailable::Driver(format!(
+                    "NVRTC could not report its version: {}",
+                    nvrtc_message(e)
+                ))
+            })?;
+        Ok(Nvrtc {
+            version: format!("NVRTC {major}.{minor}"),
+        })
+    }
+}
+
+/// Every option given to NVRTC: a real architecture (so NVRTC emits a CUBIN, not only PTX),
+/// C++17, line info for profilers, ptxas's resource report in the log, then the lab's flags.
+fn nvrtc_options(arch: &str, flags: &[String]) -> Vec<String> {
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+        "-lineinfo".to_string(),
+        "--ptxas-options=-v".to_string(),
+    ];
+    options.extend(flags.iter().cloned());
+    options
+}
+
+/// NVRTC's description of an error.
+fn nvrtc_message(error: NvrtcError) -> String {
+    // SAFETY: `nvrtcGetErrorString` returns a pointer to a static NUL-terminated string (or
+    // null, checked below) and has no other effect.
+    let text = unsafe { nvrtc_sys::nvrtcGetErrorString(error.0) };
+    if text.is_null() {
+        return format!("{:?}", error.0);
+    }
+    // SAFETY: non-null, static and NUL-terminated, as above.
+    unsafe { CStr::from_ptr(text) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Text from a NUL-terminated `c_char` buffer, without the terminator.
+fn text_from_c_chars(chars: &[c_char]) -> String {
+    let bytes: Vec<u8> = chars
+        .iter()
+        .map(|c| u8::from_ne_bytes(c.to_ne_bytes()))
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// An NVRTC program, destroyed on drop whatever path the compile takes.
+struct Program(nvrtc_sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from `nvrtcCreateProgram` and is destroyed only here.
+        let _ = unsafe { nvrtc_result::destroy_program(self.0) };
+    }
+}
+
+impl Program {
+    fn log(&self) -> Result<String, NvrtcError> {
+        // SAFETY: the program is live until `self` is dropped.
+        let log = unsafe { nvrtc_result::get_program_log(self.0) }?;
+        Ok(text_from_c_chars(&log))
+    }
+
+    fn cubin(&self) -> Result<Vec<u8>, NvrtcError> {
+        let mut size = 0usize;
+        // SAFETY: the program is live; NVRTC writes one `usize` through a pointer to a local.
+        unsafe { nvrtc_sys::nvrtcGetCUBINSize(self.0, &mut size) }.result()?;
+        let mut cubin = vec![0u8; size];
+        if size > 0 {
+            // SAFETY: the program is live and `cubin` has exactly the `size` bytes NVRTC said
+            // it would write.
+            unsafe { nvrtc_sys::nvrtcGetCUBIN(self.0, cubin.as_mut_ptr().cast::<c_char>()) }
+                .result()?;
+        }
+        Ok(cubin)
+    }
+}
+
+impl Compiler for Nvrtc {
+    fn version(&self) -> String {
+        self.version.clone()
+    }
+
+    fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledKernel, CompileError> {
+        let options = nvrtc_options(request.arch, request.flags);
+        // cudarc's `compile_program` would panic on a NUL in an option.
+        if let Some(bad) = options.iter().find(|option| option.contains('\0')) {
+            return Err(CompileError::Compiler(format!(
+                "the compiler option {bad:?} contains a NUL byte"
+            )));
+        }
+        let file = format!("{}.cu", request.name);
+        let name = CString::new(file.as_str()).map_err(|_| {
+            CompileError::Compiler(format!(
+                "the kernel name {:?} contains a NUL byte",
+                request.name
+            ))
+        })?;
+        let source = CString::new(request.source).map_err(|e| CompileError::Rejected {
+            log: format!(
+                "{file}: the source contains a NUL byte (at byte {})",
+                e.nul_position()
+            ),
+            options: options.clone(),
+        })?;
+        // Declared after `source` and `name`, so dropped (destroyed) before them: NVRTC may
+        // keep pointers to both until then.
+        let program = Program(
+            nvrtc_result::create_program(&source, Some(&name)).map_err(|e| {
+                CompileError::Compiler(format!(
+                    "NVRTC could not create the program: {}",
+                    nvrtc_message(e)
+                ))
+            })?,
+        );
+        // SAFETY: the program is live until `program` is dropped; no option contains a NUL.
+        let compiled = unsafe { nvrtc_result::compile_program(program.0, &options) };
+        let log = program
+            .log()
+            .unwrap_or_else(|e| format!("(NVRTC could not return its log: {})", nvrtc_message(e)));
+        match compiled {
+            Ok(()) => {}
+            Err(
+                e @ NvrtcError(
+                    nvrtcResult::NVRTC_ERROR_COMPILATION | nvrtcResult::NVRTC_ERROR_INVALID_OPTION,
+                ),
+            ) => {
+                let log = if log.trim().is_empty() {
+                    nvrtc_message(e)
+                } else {
+                    log
+                };
+                return Err(CompileError::Rejected { log, options });
+            }
+            Err(e) => {
+                return Err(CompileError::Compiler(format!(
+                    "NVRTC failed: {}\n{log}",
+                    nvrtc_message(e)
+                )));
+            }
+        }
+        let image = program.cubin().map_err(|e| {
+            CompileError::Compiler(format!(
+                "NVRTC produced no CUBIN for {}: {}",
+                request.arch,
+                nvrtc_message(e)
+            ))
+        })?;
+        if image.is_empty() {
+            return Err(CompileError::Compiler(format!(
+                "NVRTC produced no CUBIN for {}: the architecture must be a real one such as \
+                 sm_90, not a virtual one such as compute_90",
+                request.arch
+            )));
+        }
+        Ok(CompiledKernel {
+            name: request.name.to_string(),
+            image,
+            log,
+            options,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn driver_versions_read_as_major_dot_minor() {
+        assert_eq!(format_driver_version(13000), "13.0");
+        assert_eq!(format_driver_version(12080), "12.8");
+        assert_eq!(format_driver_version(12020), "12.2");
+        assert_eq!(format_driver_version(11040), "11.4");
+        assert_eq!(format_driver_version(13010), "13.1");
+    }
+
+    #[test]
+    fn uuids_read_like_nvidia_smi() {
+        let bytes = [
+            0x4f, 0x0a, 0x1b, 0x2c, 0x3d, 0x4e, 0x5f, 0x60, 0x71, 0x82, 0x93, 0xa4, 0xb5, 0xc6,
+            0xd7, 0xe8,
+        ];
+        assert_eq!(
+            format_uuid(&bytes),
+            "GPU-4f0a1b2c-3d4e-5f60-7182-93a4b5c6d7e8"
+        );
+        assert_eq!(
+            format_uuid(&[0; 16]),
+            "GPU-00000000-0000-0000-0000-000000000000"
+        );
+    }
+
+    #[test]
+    fn negative_attributes_read_as_zero() {
+        assert_eq!(to_u32(-1), 0);
+        assert_eq!(to_u32(132), 132);
+        assert_eq!(to_u64(-5), 0);
+        assert_eq!(to_u64(6144), 6144);
+    }
+
+    #[test]
+    fn options_ask_for_a_cubin_and_the_resource_report() {
+        let options = nvrtc_options("sm_90", &["-O3".to_string()]);
+        assert_eq!(
+            options,
+            [
+                "--gpu-architecture=sm_90",
+                "--std=c++17",
+                "-lineinfo",
+                "--ptxas-options=-v",
+                "-O3"
+            ]
+        );
+    }
+
+    #[test]
+    fn c_text_stops_at_the_terminator() {
+        let chars: Vec<c_char> = b"ptxas info\0junk"
+            .iter()
+            .map(|&b| c_char::from_ne_bytes([b]))
+            .collect();
+        assert_eq!(text_from_c_chars(&chars), "ptxas info");
+        assert_eq!(text_from_c_chars(&[]), "");
+    }
+
+    #[test]
+    fn pairs_of_distinct_buffers() {
+        let mut v = vec![10, 20, 30];
+        if let Some((a, b)) = pair_mut(&mut v, 2, 0) {
+            assert_eq!((*a, *b), (30, 10));
+            *b = 11;
+        }
+        assert_eq!(v, [11, 20, 30]);
+        let pair = pair_mut(&mut v, 0, 1).map(|(a, b)| (*a, *b));
+        assert_eq!(pair, Some((11, 20)));
+        assert!(pair_mut(&mut v, 1, 1).is_none());
+        assert!(pair_mut(&mut v, 0, 3).is_none());
+    }
+
+    #[test]
+    fn unavailable_messages_are_one_line() {
+        for reason in [
+            Unavailable::NoDriver,
+            Unavailable::NoDevice,
+            Unavailable::NoCompiler,
+            Unavailable::Driver("x".into()),
+        ] {
+            assert!(!reason.to_string().contains('\n'));
+        }
+    }
+
+    #[test]
+    fn handles_can_move_between_threads() {
+        fn send<T: Send>() {}
+        fn send_sync<T: Send + Sync>() {}
+        send::<CudaDevice>();
+        send_sync::<Nvrtc>();
+    }
+}

@@ -1,0 +1,139 @@
+//! The seam between measurement logic and a vendor's GPU API.
+//!
+//! [`Device`] is what the measurement loop ([`crate::measure`]) needs from a GPU: buffers, loaded
+//! kernels, launches and event timing, all through plain handles so that no raw pointer or
+//! `unsafe` leaves the backend module. [`Compiler`] turns a kernel's source into a loadable image
+//! and needs no GPU, so kernels can be compiled on a machine without one. The CUDA backend
+//! ([`cuda`]) implements both through cudarc, loaded at run time.
+
+pub mod cuda;
+pub mod ptxas;
+
+use kernelbook_core::results::{DeviceInfo, LaunchShape};
+
+/// A device buffer owned by a [`Device`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BufferId(pub usize);
+
+/// A kernel loaded into a [`Device`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelId(pub usize);
+
+/// One kernel argument, already resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelArg {
+    Buffer(BufferId),
+    I32(i32),
+    I64(i64),
+    U32(u32),
+    U64(u64),
+}
+
+/// A unit of device work that can be run or timed.
+#[derive(Debug, Clone, Copy)]
+pub enum Op<'a> {
+    Launch {
+        kernel: KernelId,
+        shape: LaunchShape,
+        args: &'a [KernelArg],
+    },
+    /// The driver's device-to-device copy of `bytes` bytes.
+    Copy {
+        dst: BufferId,
+        src: BufferId,
+        bytes: usize,
+    },
+}
+
+/// What the driver reports about a loaded kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LoadedKernel {
+    pub registers: u32,
+    pub local_bytes: u32,
+    pub shared_bytes: u32,
+}
+
+/// An error from the device, naming the operation that failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{operation}: {message}")]
+pub struct DeviceError {
+    pub operation: &'static str,
+    pub message: String,
+}
+
+impl DeviceError {
+    pub fn new(operation: &'static str, message: impl Into<String>) -> Self {
+        DeviceError {
+            operation,
+            message: message.into(),
+        }
+    }
+}
+
+/// A GPU that can run a lab. Work is queued in order on one stream; `download`, `time` and
+/// `synchronize` wait for it.
+pub trait Device {
+    fn info(&self) -> &DeviceInfo;
+    /// The driver's version, e.g. "13.0".
+    fn driver_version(&self) -> String;
+    fn alloc(&mut self, bytes: usize) -> Result<BufferId, DeviceError>;
+    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), DeviceError>;
+    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), DeviceError>;
+    /// Sets every byte of the buffer to `byte`.
+    fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError>;
+    fn load(&mut self, kernel: &CompiledKernel) -> Result<(KernelId, LoadedKernel), DeviceError>;
+    /// Resident blocks per SM for this kernel at this block size (the occupancy calculator).
+    fn blocks_per_sm(
+        &self,
+        kernel: KernelId,
+        block_threads: u32,
+        dynamic_shared_bytes: u32,
+    ) -> Result<u32, DeviceError>;
+    /// Queues `op`.
+    fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError>;
+    /// Runs `op` between two device events and returns the time between them in milliseconds.
+    fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError>;
+    /// Evicts the L2 cache by writing a buffer larger than it (outside any timed region).
+    fn flush_l2(&mut self) -> Result<(), DeviceError>;
+    fn synchronize(&mut self) -> Result<(), DeviceError>;
+}
+
+/// What to compile.
+#[derive(Debug, Clone, Copy)]
+pub struct CompileRequest<'a> {
+    /// The `extern "C"` entry point, also the program's name in compiler messages.
+    pub name: &'a str,
+    pub source: &'a str,
+    /// e.g. "sm_90".
+    pub arch: &'a str,
+    pub flags: &'a [String],
+}
+
+/// A compiled kernel, ready to load.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CompiledKernel {
+    pub name: String,
+    /// The device code (a CUBIN for CUDA).
+    pub image: Vec<u8>,
+    /// The compiler's log (warnings and the resource report).
+    pub log: String,
+    /// Every option the compiler was given.
+    pub options: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CompileError {
+    /// The source did not compile; `log` is the compiler's message.
+    #[error("{log}")]
+    Rejected { log: String, options: Vec<String> },
+    /// The compiler itself failed or is missing.
+    #[error("{0}")]
+    Compiler(String),
+}
+
+/// Turns kernel source into a loadable image. Needs no GPU.
+pub trait Compiler {
+    /// e.g. "NVRTC 13.0".
+    fn version(&self) -> String;
+    fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledKernel, CompileError>;
+}

@@ -1,0 +1,405 @@
+//! The measurement loop, written once against [`Device`] and [`Compiler`]: compile, load,
+//! verify on fresh random input with the output poisoned, warm up, then time with the L2
+//! flushed before every sample until the [`StoppingRule`] is satisfied.
+
+use crate::backend::{
+    BufferId, CompileError, CompileRequest, Compiler, Device, DeviceError, KernelArg, KernelId,
+    Op, ptxas,
+};
+use crate::reference::{self, POISON_BYTE};
+use kernelbook_core::KernelSource;
+use kernelbook_core::expr::ExprError;
+use kernelbook_core::results::{
+    FailureStage, FORMAT_VERSION, KernelResources, LabResults, LaunchShape, Outcome, Provenance,
+    VariantResult,
+};
+use kernelbook_core::spec::{ArgSpec, Builtin, CheckSpec, Fill, LabSpec, ScalarType, VariantSpec};
+use kernelbook_core::stats::{StoppingRule, Summary};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Knobs of one measurement.
+#[derive(Debug, Clone)]
+pub struct MeasureOptions {
+    pub rule: StoppingRule,
+    /// Untimed runs of each variant before sampling.
+    pub warmup_runs: usize,
+    /// Seed of the random input; `None` draws a fresh one.
+    pub seed: Option<u64>,
+}
+
+impl Default for MeasureOptions {
+    fn default() -> Self {
+        MeasureOptions {
+            rule: StoppingRule::default(),
+            warmup_runs: 3,
+            seed: None,
+        }
+    }
+}
+
+/// Progress reports for a terminal or a log. Every method has a quiet default.
+pub trait Progress {
+    fn stage(&mut self, _message: &str) {}
+    fn variant(&mut self, _index: usize, _total: usize, _name: &str) {}
+    fn samples(&mut self, _count: usize) {}
+}
+
+/// Reports nothing.
+#[derive(Debug, Default)]
+pub struct Quiet;
+impl Progress for Quiet {}
+
+/// Writes one line per stage and variant to stderr: for builds, where a progress bar would
+/// garble mdBook's own output.
+#[derive(Debug, Default)]
+pub struct StageLog;
+
+impl Progress for StageLog {
+    fn stage(&mut self, message: &str) {
+        eprintln!("kernelbook: {message}");
+    }
+    fn variant(&mut self, index: usize, total: usize, name: &str) {
+        eprintln!("kernelbook:   [{}/{total}] {name}", index + 1);
+    }
+}
+
+/// A failure that stops the whole lab (as opposed to one variant).
+#[derive(Debug, thiserror::Error)]
+pub enum MeasureError {
+    #[error("lab `{lab}`: {message}")]
+    Lab { lab: String, message: String },
+}
+
+/// Measures every variant of `lab` on `device`. `kernels` must hold each kernel the lab names.
+pub fn measure_lab(
+    lab: &LabSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+    device: &mut dyn Device,
+    compiler: &dyn Compiler,
+    options: &MeasureOptions,
+    progress: &mut dyn Progress,
+) -> Result<LabResults, MeasureError> {
+    let started = Instant::now();
+    let lab_err = |message: String| MeasureError::Lab {
+        lab: lab.name.clone(),
+        message,
+    };
+    let expr_err = |err: ExprError| lab_err(err.to_string());
+
+    // Buffers: sizes from the lab, inputs drawn fresh, poisoned outputs filled on the device.
+    let seed = options.seed.unwrap_or_else(|| fastrand::u64(..));
+    let mut rng = fastrand::Rng::with_seed(seed);
+    progress.stage(&format!("lab `{}`: preparing buffers and the CPU reference", lab.name));
+    let mut buffers = BTreeMap::new();
+    let mut host_inputs = Vec::new();
+    for spec in &lab.buffers {
+        let len = usize::try_from(spec.len.eval(&lab.params).map_err(expr_err)?)
+            .map_err(|_| lab_err(format!("buffer `{}` has a negative length", spec.name)))?;
+        let bytes = len * spec.elem.size();
+        let id = device.alloc(bytes).map_err(|err| {
+            lab_err(format!(
+                "cannot allocate buffer `{}` ({:.1} MiB): {err}",
+                spec.name,
+                bytes as f64 / (1 << 20) as f64
+            ))
+        })?;
+        if spec.fill != Fill::Poison {
+            host_inputs.push((id, reference::initial_contents(spec.fill, spec.elem, len, &mut rng)));
+        }
+        buffers.insert(spec.name.clone(), (id, spec));
+    }
+    // Expected outputs, computed once per distinct check.
+    let mut expected_by_check: Vec<(&CheckSpec, Vec<u8>)> = Vec::new();
+    let poisoned: Vec<BufferId> = buffers
+        .values()
+        .filter(|(_, spec)| spec.fill == Fill::Poison)
+        .map(|(id, _)| *id)
+        .collect();
+
+    let mut variants = Vec::with_capacity(lab.variants.len());
+    for (index, variant) in lab.variants.iter().enumerate() {
+        progress.variant(index, lab.variants.len(), &variant.name);
+        let bytes_moved = lab.bytes_moved(variant, &lab.params).map_err(expr_err)?;
+        let check = lab.check_for(variant);
+        if !expected_by_check.iter().any(|(c, _)| *c == check) {
+            let (input_id, input_spec) = buffers[check.input()];
+            let input = host_inputs
+                .iter()
+                .find(|(id, _)| *id == input_id)
+                .map(|(_, data)| data.as_slice())
+                .ok_or_else(|| lab_err(format!("the checked input `{}` must not be a poisoned buffer", check.input())))?;
+            let expected = reference::expected_output(check, input, input_spec.elem, &lab.params).map_err(expr_err)?;
+            expected_by_check.push((check, expected));
+        }
+        let expected = expected_by_check
+            .iter()
+            .find(|(c, _)| *c == check)
+            .map(|(_, e)| e.as_slice())
+            .unwrap_or_default();
+        let (output_id, output_spec) = buffers[check.output()];
+        let mut result = VariantResult {
+            name: variant.name.clone(),
+            kernel: variant.kernel_name().map(str::to_string),
+            source_hash: variant
+                .kernel_name()
+                .and_then(|k| kernels.get(k))
+                .map(KernelSource::source_hash),
+            compile_flags: lab.compile_flags.clone(),
+            bytes_moved,
+            launch: None,
+            resources: None,
+            outcome: Outcome::Failed {
+                stage: FailureStage::Launch,
+                message: String::new(),
+            },
+        };
+
+        // Resolve the operation: a compiled kernel or a builtin.
+        let args = resolve_args(lab, variant, &buffers).map_err(lab_err)?;
+        let prepared = match (variant.kernel_name(), variant.builtin) {
+            (Some(name), _) => {
+                let source = kernels
+                    .get(name)
+                    .ok_or_else(|| lab_err(format!("kernel `{name}` is not in the book")))?;
+                match prepare_kernel(lab, variant, source, device, compiler) {
+                    Ok((kernel, shape, resources)) => {
+                        result.launch = Some(shape);
+                        result.resources = Some(resources);
+                        Ok(Prepared::Kernel { kernel, shape })
+                    }
+                    Err(failure) => Err(failure),
+                }
+            }
+            (None, Some(Builtin::Memcpy)) => match args.as_slice() {
+                [KernelArg::Buffer(dst), KernelArg::Buffer(src)] => Ok(Prepared::Copy {
+                    dst: *dst,
+                    src: *src,
+                    bytes: expected.len(),
+                }),
+                _ => Err((FailureStage::Launch, "memcpy takes [dst, src]".to_string())),
+            },
+            (None, None) => Err((FailureStage::Launch, "no kernel or builtin".to_string())),
+        };
+        let prepared = match prepared {
+            Ok(prepared) => prepared,
+            Err((stage, message)) => {
+                result.outcome = Outcome::Failed { stage, message };
+                variants.push(result);
+                continue;
+            }
+        };
+        let op = prepared.op(&args);
+
+        // Verify on fresh inputs with every output poisoned, then time.
+        let mut actual = vec![0u8; expected.len()];
+        result.outcome = match verify_and_time(
+            device,
+            &op,
+            &host_inputs,
+            &poisoned,
+            output_id,
+            expected,
+            &mut actual,
+            output_spec.elem,
+            options,
+            progress,
+        ) {
+            Ok(outcome) => outcome,
+            Err(err) => Outcome::Failed {
+                stage: FailureStage::Launch,
+                message: err.to_string(),
+            },
+        };
+        variants.push(result);
+    }
+
+    let info = device.info().clone();
+    let l2_mib = info.l2_bytes as f64 / (1 << 20) as f64;
+    Ok(LabResults {
+        format_version: FORMAT_VERSION,
+        lab: lab.name.clone(),
+        params: lab.params.clone(),
+        provenance: Provenance {
+            driver_version: device.driver_version(),
+            compiler_version: compiler.version(),
+            runner_version: env!("CARGO_PKG_VERSION").to_string(),
+            measured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            wall_seconds: started.elapsed().as_secs_f64(),
+            input_seed: seed,
+            timing_method: format!(
+                "device events around each launch; L2 ({l2_mib:.0} MiB) flushed before every sample; \
+                 {} warm-up runs; at least {} samples and {} ms of kernel time, until the mean is \
+                 known to {:.1} %",
+                options.warmup_runs,
+                options.rule.min_samples,
+                options.rule.min_gpu_ms,
+                options.rule.target_rel_error * 100.0
+            ),
+            device: info,
+        },
+        ceiling: lab.ceiling.clone(),
+        variants,
+    })
+}
+
+enum Prepared {
+    Kernel { kernel: KernelId, shape: LaunchShape },
+    Copy { dst: BufferId, src: BufferId, bytes: usize },
+}
+
+impl Prepared {
+    fn op<'a>(&self, args: &'a [KernelArg]) -> Op<'a> {
+        match *self {
+            Prepared::Kernel { kernel, shape } => Op::Launch { kernel, shape, args },
+            Prepared::Copy { dst, src, bytes } => Op::Copy { dst, src, bytes },
+        }
+    }
+}
+
+type Failure = (FailureStage, String);
+
+/// Compiles and loads a kernel and works out its launch shape and resources.
+fn prepare_kernel(
+    lab: &LabSpec,
+    variant: &VariantSpec,
+    source: &KernelSource,
+    device: &mut dyn Device,
+    compiler: &dyn Compiler,
+) -> Result<(KernelId, LaunchShape, KernelResources), Failure> {
+    let arch = device.info().arch.clone();
+    let compiled = compiler
+        .compile(&CompileRequest {
+            name: &source.name,
+            source: &source.source,
+            arch: &arch,
+            flags: &lab.compile_flags,
+        })
+        .map_err(|err| match err {
+            CompileError::Rejected { log, .. } => (FailureStage::Compile, log),
+            CompileError::Compiler(message) => (FailureStage::Compile, message),
+        })?;
+    let (kernel, loaded) = device
+        .load(&compiled)
+        .map_err(|err| (FailureStage::Load, err.to_string()))?;
+    let shape = launch_shape(lab, variant).map_err(|message| (FailureStage::Launch, message))?;
+    let threads = shape.threads_per_block();
+    let blocks_per_sm = device
+        .blocks_per_sm(kernel, threads, shape.shared_bytes)
+        .map_err(|err| (FailureStage::Launch, err.to_string()))?;
+    let info = device.info();
+    let report = ptxas::parse_report(&compiled.log, &source.name).unwrap_or_default();
+    let warps_per_sm = (info.max_threads_per_sm / 32).max(1);
+    let resources = KernelResources {
+        registers: loaded.registers,
+        local_bytes: loaded.local_bytes,
+        spill_store_bytes: report.spill_store_bytes,
+        spill_load_bytes: report.spill_load_bytes,
+        shared_bytes: loaded.shared_bytes,
+        blocks_per_sm,
+        occupancy: f64::from(blocks_per_sm * threads.div_ceil(32)) / f64::from(warps_per_sm),
+    };
+    Ok((kernel, shape, resources))
+}
+
+fn launch_shape(lab: &LabSpec, variant: &VariantSpec) -> Result<LaunchShape, String> {
+    let dims = |exprs: &[kernelbook_core::expr::Expr]| -> Result<[u32; 3], String> {
+        let mut out = [1u32; 3];
+        for (slot, expr) in out.iter_mut().zip(exprs) {
+            let value = expr.eval(&lab.params).map_err(|e| e.to_string())?;
+            *slot = u32::try_from(value).map_err(|_| format!("`{expr}` = {value} does not fit a launch dimension"))?;
+        }
+        Ok(out)
+    };
+    let shared_bytes = match &variant.shared_bytes {
+        Some(expr) => {
+            let value = expr.eval(&lab.params).map_err(|e| e.to_string())?;
+            u32::try_from(value).map_err(|_| format!("shared_bytes `{expr}` = {value} is out of range"))?
+        }
+        None => 0,
+    };
+    Ok(LaunchShape {
+        grid: dims(&variant.grid)?,
+        block: dims(&variant.block)?,
+        shared_bytes,
+    })
+}
+
+fn resolve_args(
+    lab: &LabSpec,
+    variant: &VariantSpec,
+    buffers: &BTreeMap<String, (BufferId, &kernelbook_core::spec::BufferSpec)>,
+) -> Result<Vec<KernelArg>, String> {
+    let specs = lab.args(variant).map_err(|e| e.to_string())?;
+    specs
+        .iter()
+        .map(|arg| match arg {
+            ArgSpec::Buffer(name) => buffers
+                .get(name)
+                .map(|(id, _)| KernelArg::Buffer(*id))
+                .ok_or_else(|| format!("unknown buffer `{name}`")),
+            ArgSpec::Scalar { expr, ty } => {
+                let value = expr.eval(&lab.params).map_err(|e| e.to_string())?;
+                let out_of_range = || format!("argument `{expr}` = {value} does not fit {ty:?}");
+                Ok(match ty {
+                    ScalarType::I32 => KernelArg::I32(i32::try_from(value).map_err(|_| out_of_range())?),
+                    ScalarType::I64 => KernelArg::I64(value),
+                    ScalarType::U32 => KernelArg::U32(u32::try_from(value).map_err(|_| out_of_range())?),
+                    ScalarType::U64 => KernelArg::U64(u64::try_from(value).map_err(|_| out_of_range())?),
+                })
+            }
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn verify_and_time(
+    device: &mut dyn Device,
+    op: &Op<'_>,
+    host_inputs: &[(BufferId, Vec<u8>)],
+    poisoned: &[BufferId],
+    output: BufferId,
+    expected: &[u8],
+    actual: &mut [u8],
+    elem: kernelbook_core::spec::ElemType,
+    options: &MeasureOptions,
+    progress: &mut dyn Progress,
+) -> Result<Outcome, DeviceError> {
+    for (id, data) in host_inputs {
+        device.upload(*id, data)?;
+    }
+    for id in poisoned {
+        device.fill(*id, POISON_BYTE)?;
+    }
+    device.run(op)?;
+    device.synchronize()?;
+    device.download(output, actual)?;
+    if let Some(mismatch) = reference::first_mismatch(expected, actual, elem) {
+        return Ok(Outcome::WrongResult { mismatch });
+    }
+
+    for _ in 0..options.warmup_runs {
+        device.run(op)?;
+    }
+    device.synchronize()?;
+
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    let stop_reason = loop {
+        if let Some(reason) = options.rule.verdict(&samples, started.elapsed().as_secs_f64()) {
+            break reason;
+        }
+        device.flush_l2()?;
+        samples.push(device.time(op)?);
+        progress.samples(samples.len());
+    };
+    let summary = Summary::of(&samples).ok_or_else(|| {
+        DeviceError::new("timing", format!("no valid samples (got {samples:?})"))
+    })?;
+    Ok(Outcome::Measured {
+        noisy: summary.is_noisy(&options.rule),
+        summary,
+        stop_reason,
+        samples_ms: samples,
+    })
+}

@@ -1,0 +1,266 @@
+//! Where a lab's numbers come from: the cache, a fresh measurement on this machine's GPU, or
+//! the results recorded on real hardware and committed with the book.
+
+use crate::backend::cuda::{self, CudaDevice, Nvrtc};
+use crate::backend::{Compiler, Device};
+use crate::measure::{self, MeasureError, MeasureOptions, Progress};
+use crate::store::{self, Cache, Recorded, Toolchain};
+use kernelbook_core::KernelSource;
+use kernelbook_core::results::LabResults;
+use kernelbook_core::spec::LabSpec;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Whether the runner may use the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Measure on the local GPU when there is one (using the cache), else show recorded results.
+    #[default]
+    Auto,
+    /// Never touch a GPU: show recorded results.
+    RecordedOnly,
+}
+
+#[derive(Debug, Clone)]
+pub struct RunnerConfig {
+    pub cache_dir: PathBuf,
+    pub recorded_dir: PathBuf,
+    pub mode: Mode,
+    pub options: MeasureOptions,
+}
+
+/// A lab's results and where they came from.
+#[derive(Debug, Clone)]
+pub enum LabOutcome {
+    /// Measured on this machine, now (`cached: false`) or by an earlier build (`cached: true`).
+    Measured { results: LabResults, cached: bool },
+    /// Recorded on real hardware and committed with the book; `why` says why no live numbers.
+    Recorded {
+        results: LabResults,
+        why: String,
+        /// Kernels edited since the recording: their rows show older code's numbers.
+        stale_kernels: Vec<String>,
+    },
+    /// Neither live nor recorded results exist.
+    Missing { why: String },
+}
+
+/// Why a fresh measurement could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error(transparent)]
+    Measure(#[from] MeasureError),
+}
+
+struct Gpu {
+    toolchain: Toolchain,
+    compiler: Nvrtc,
+    device: Option<CudaDevice>,
+}
+
+/// Reports one-line notices to the user (stderr by default).
+pub type Notify = Box<dyn Fn(&str) + Send + Sync>;
+
+/// Hands out lab results; opens the GPU only when a measurement is needed.
+pub struct Runner {
+    config: RunnerConfig,
+    cache: Cache,
+    recorded: Recorded,
+    gpu: Mutex<Option<Result<Gpu, String>>>,
+    notify: Notify,
+    told_unavailable: Mutex<bool>,
+}
+
+impl std::fmt::Debug for Runner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Runner").field("config", &self.config).finish_non_exhaustive()
+    }
+}
+
+impl Runner {
+    pub fn new(config: RunnerConfig) -> Self {
+        Runner {
+            cache: Cache::new(&config.cache_dir),
+            recorded: Recorded::new(&config.recorded_dir),
+            config,
+            gpu: Mutex::new(None),
+            notify: Box::new(|message| eprintln!("kernelbook: {message}")),
+            told_unavailable: Mutex::new(false),
+        }
+    }
+
+    /// Sends notices somewhere other than stderr.
+    pub fn with_notify(mut self, notify: Notify) -> Self {
+        self.notify = notify;
+        self
+    }
+
+    pub fn config(&self) -> &RunnerConfig {
+        &self.config
+    }
+
+    pub fn recorded(&self) -> &Recorded {
+        &self.recorded
+    }
+
+    /// The device, driver and compiler live results would come from, or why there are none.
+    pub fn toolchain(&self) -> Result<Toolchain, String> {
+        self.with_gpu(|gpu| Ok(gpu.toolchain.clone()))
+    }
+
+    /// Results for the book: cached, measured now, or recorded, in that order of preference.
+    pub fn results_for(
+        &self,
+        lab: &LabSpec,
+        kernels: &BTreeMap<String, KernelSource>,
+        progress: &mut dyn Progress,
+    ) -> LabOutcome {
+        let why = if self.config.mode == Mode::RecordedOnly {
+            "recorded results requested".to_string()
+        } else {
+            match self.toolchain() {
+                Err(why) => {
+                    self.tell_unavailable(&why);
+                    why
+                }
+                Ok(toolchain) => {
+                    let key = store::cache_key(lab, kernels, &toolchain, &self.config.options.rule);
+                    match self.cache.get(&lab.name, &key) {
+                        Ok(Some(results)) => return LabOutcome::Measured { results, cached: true },
+                        Ok(None) => {}
+                        Err(distrust) => (self.notify)(&format!("{distrust}; measuring again")),
+                    }
+                    match self.measure(lab, kernels, progress) {
+                        Ok(results) => {
+                            if let Err(err) = self.cache.put(&key, &results) {
+                                (self.notify)(&format!("could not write the cache: {err}"));
+                            }
+                            return LabOutcome::Measured { results, cached: false };
+                        }
+                        Err(err) => {
+                            let why = format!("measuring lab `{}` failed: {err}", lab.name);
+                            (self.notify)(&why);
+                            why
+                        }
+                    }
+                }
+            }
+        };
+        self.recorded_outcome(lab, kernels, why)
+    }
+
+    /// Measures `lab` now, ignoring what the cache holds, and stores the result in the cache
+    /// (for `kernelbook run` and `record`).
+    pub fn refresh(
+        &self,
+        lab: &LabSpec,
+        kernels: &BTreeMap<String, KernelSource>,
+        progress: &mut dyn Progress,
+    ) -> Result<LabResults, RunError> {
+        let results = self.measure(lab, kernels, progress)?;
+        if let Ok(toolchain) = self.toolchain() {
+            let key = store::cache_key(lab, kernels, &toolchain, &self.config.options.rule);
+            if let Err(err) = self.cache.put(&key, &results) {
+                (self.notify)(&format!("could not write the cache: {err}"));
+            }
+        }
+        Ok(results)
+    }
+
+    /// Measures `lab` now on the GPU.
+    pub fn measure(
+        &self,
+        lab: &LabSpec,
+        kernels: &BTreeMap<String, KernelSource>,
+        progress: &mut dyn Progress,
+    ) -> Result<LabResults, RunError> {
+        self.with_gpu(|gpu| {
+            if gpu.device.is_none() {
+                progress.stage("opening the GPU");
+                gpu.device = Some(CudaDevice::open(0).map_err(|e| e.to_string())?);
+            }
+            Ok(())
+        })
+        .map_err(RunError::Unavailable)?;
+        let mut guard = self.gpu.lock().map_err(|_| RunError::Unavailable("the GPU state was poisoned by an earlier panic".into()))?;
+        let Some(Ok(gpu)) = guard.as_mut() else {
+            return Err(RunError::Unavailable("no GPU".into()));
+        };
+        let Gpu { compiler, device, .. } = gpu;
+        let Some(device) = device.as_mut() else {
+            return Err(RunError::Unavailable("no GPU".into()));
+        };
+        Ok(measure::measure_lab(
+            lab,
+            kernels,
+            device as &mut dyn Device,
+            compiler as &dyn Compiler,
+            &self.config.options,
+            progress,
+        )?)
+    }
+
+    fn recorded_outcome(
+        &self,
+        lab: &LabSpec,
+        kernels: &BTreeMap<String, KernelSource>,
+        why: String,
+    ) -> LabOutcome {
+        match self.recorded.get(&lab.name) {
+            Ok(Some(results)) => LabOutcome::Recorded {
+                stale_kernels: store::stale_kernels(&results, kernels),
+                results,
+                why,
+            },
+            Ok(None) => LabOutcome::Missing {
+                why: format!("{why}, and no recorded results exist at {}", self.recorded.path(&lab.name).display()),
+            },
+            Err(distrust) => {
+                (self.notify)(&distrust.to_string());
+                LabOutcome::Missing {
+                    why: format!("{why}, and the recorded results could not be used ({})", distrust.reason),
+                }
+            }
+        }
+    }
+
+    fn tell_unavailable(&self, why: &str) {
+        if let Ok(mut told) = self.told_unavailable.lock() {
+            if !*told {
+                *told = true;
+                (self.notify)(&format!(
+                    "{why}: showing results recorded on real hardware ({})",
+                    self.config.recorded_dir.display()
+                ));
+            }
+        }
+    }
+
+    /// Runs `f` on the GPU state, probing the driver and compiler on first use.
+    fn with_gpu<T>(&self, f: impl FnOnce(&mut Gpu) -> Result<T, String>) -> Result<T, String> {
+        let mut guard = self
+            .gpu
+            .lock()
+            .map_err(|_| "the GPU state was poisoned by an earlier panic".to_string())?;
+        let state = guard.get_or_insert_with(|| {
+            let probe = cuda::probe().map_err(|e| e.to_string())?;
+            let compiler = Nvrtc::load().map_err(|e| e.to_string())?;
+            Ok(Gpu {
+                toolchain: Toolchain {
+                    device: probe.info,
+                    driver_version: probe.driver_version,
+                    compiler_version: compiler.version(),
+                },
+                compiler,
+                device: None,
+            })
+        });
+        match state {
+            Ok(gpu) => f(gpu),
+            Err(why) => Err(why.clone()),
+        }
+    }
+}
