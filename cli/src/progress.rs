@@ -14,7 +14,8 @@ impl Spinner {
     pub fn new() -> Self {
         let bar = ProgressBar::new_spinner();
         bar.set_style(
-            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}").unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            ProgressStyle::with_template("{spinner} {elapsed:>4} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         bar.enable_steady_tick(Duration::from_millis(120));
         Spinner {
@@ -37,8 +38,9 @@ impl Progress for Spinner {
         self.bar.set_message(self.variant.clone());
     }
     fn samples(&mut self, count: usize) {
-        if count % 10 == 0 {
-            self.bar.set_message(format!("{}: {count} samples", self.variant));
+        if count.is_multiple_of(10) {
+            self.bar
+                .set_message(format!("{}: {count} samples", self.variant));
         }
     }
 }

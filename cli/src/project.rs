@@ -22,9 +22,17 @@ pub struct Project {
 
 impl Project {
     pub fn load(root: &Path) -> anyhow::Result<Project> {
-        let book = MDBook::load(root).with_context(|| format!("loading the book at {}", root.display()))?;
+        let book = MDBook::load(root)
+            .with_context(|| format!("loading the book at {}", root.display()))?;
         let index = index_book(&book.book, &book.config.book.src).map_err(|errors| {
-            anyhow!("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+            anyhow!(
+                "{}",
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
         })?;
         let labs_dir = labs_dir(root, &book.config)?;
         let labs = load_labs(&labs_dir)?;
@@ -62,7 +70,8 @@ impl Project {
     }
 
     pub fn kernels_for(&self, lab: &LabSpec) -> BTreeMap<String, KernelSource> {
-        self.index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k))
+        self.index
+            .kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k))
     }
 }
 

@@ -40,7 +40,11 @@ pub fn print(view: &LabView) {
                 row.pct_ceiling.clone(),
                 row.pct_peak.clone(),
                 row.median.clone(),
-                if row.noisy { format!("{} noisy", row.spread) } else { row.spread.clone() },
+                if row.noisy {
+                    format!("{} noisy", row.spread)
+                } else {
+                    row.spread.clone()
+                },
             ]),
         };
     }
@@ -48,7 +52,13 @@ pub fn print(view: &LabView) {
     if view.has_launch_stats {
         let mut stats = Table::new();
         stats.load_style(UTF8_FULL_CONDENSED).set_header(vec![
-            "kernel", "grid × block", "regs", "spills st/ld", "smem/block", "blocks/SM", "occupancy",
+            "kernel",
+            "grid × block",
+            "regs",
+            "spills st/ld",
+            "smem/block",
+            "blocks/SM",
+            "occupancy",
         ]);
         for row in view.rows.iter().filter(|r| r.kernel.is_some()) {
             stats.add_row(vec![
@@ -66,7 +76,18 @@ pub fn print(view: &LabView) {
     if let Some(p) = &view.provenance {
         println!(
             "{} on {} ({}, {} SMs, {} L2, peak {}), driver {}, {}, {}, {}, {} samples in {}",
-            view.origin, p.device, p.arch, p.sm_count, p.l2, p.peak, p.driver, p.compiler, p.params, p.date, p.samples, p.wall
+            view.origin,
+            p.device,
+            p.arch,
+            p.sm_count,
+            p.l2,
+            p.peak,
+            p.driver,
+            p.compiler,
+            p.params,
+            p.date,
+            p.samples,
+            p.wall
         );
     }
     for note in &view.notes {

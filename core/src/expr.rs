@@ -87,7 +87,9 @@ impl<'de> Deserialize<'de> for Expr {
             Text(String),
         }
         match Raw::deserialize(deserializer).map_err(|_| {
-            serde::de::Error::custom("expected an integer or an expression string such as \"n / 32\"")
+            serde::de::Error::custom(
+                "expected an integer or an expression string such as \"n / 32\"",
+            )
         })? {
             Raw::Int(value) => Ok(Expr(value.to_string())),
             Raw::Text(text) => Ok(Expr(text)),
@@ -117,7 +119,11 @@ impl Parser<'_> {
     }
 
     fn skip_space(&mut self) {
-        while self.bytes.get(self.pos).is_some_and(u8::is_ascii_whitespace) {
+        while self
+            .bytes
+            .get(self.pos)
+            .is_some_and(u8::is_ascii_whitespace)
+        {
             self.pos += 1;
         }
     }
@@ -179,10 +185,17 @@ impl Parser<'_> {
             }
             Some(c) if c.is_ascii_digit() => {
                 let start = self.pos;
-                while self.bytes.get(self.pos).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
+                while self
+                    .bytes
+                    .get(self.pos)
+                    .is_some_and(|c| c.is_ascii_digit() || *c == b'_')
+                {
                     self.pos += 1;
                 }
-                let digits: String = self.expr[start..self.pos].chars().filter(|&c| c != '_').collect();
+                let digits: String = self.expr[start..self.pos]
+                    .chars()
+                    .filter(|&c| c != '_')
+                    .collect();
                 digits.parse().map_err(|_| self.arithmetic())
             }
             Some(c) if c.is_ascii_alphabetic() || c == b'_' => {
@@ -256,11 +269,17 @@ mod tests {
             eval("9223372036854775807 + 1"),
             Err(ExprError::Arithmetic { .. })
         ));
-        assert!(matches!(eval("99999999999999999999"), Err(ExprError::Arithmetic { .. })));
+        assert!(matches!(
+            eval("99999999999999999999"),
+            Err(ExprError::Arithmetic { .. })
+        ));
     }
 
     #[test]
     fn lists_identifiers() {
-        assert_eq!(Expr::new("(n + tile_2) / 32").identifiers(), vec!["n", "tile_2"]);
+        assert_eq!(
+            Expr::new("(n + tile_2) / 32").identifiers(),
+            vec!["n", "tile_2"]
+        );
     }
 }

@@ -129,7 +129,10 @@ pub enum Outcome {
     /// The output differed from the CPU reference: no time is reported.
     WrongResult { mismatch: Mismatch },
     /// It could not be compiled, launched or timed.
-    Failed { stage: FailureStage, message: String },
+    Failed {
+        stage: FailureStage,
+        message: String,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,9 +200,10 @@ impl VariantResult {
     /// Effective GB/s at the median, for a verified and timed variant.
     pub fn effective_gbs(&self) -> Option<f64> {
         match &self.outcome {
-            Outcome::Measured { summary, .. } => {
-                Some(bandwidth::effective_gbs(self.bytes_moved, summary.median_ms))
-            }
+            Outcome::Measured { summary, .. } => Some(bandwidth::effective_gbs(
+                self.bytes_moved,
+                summary.median_ms,
+            )),
             _ => None,
         }
     }
@@ -261,7 +265,10 @@ pub(crate) mod tests {
                 timing_method: "events".into(),
             },
             ceiling: Some("memcpy".into()),
-            variants: vec![measured("memcpy", 4_000_000_000, 1.0), measured("copy", 3_000_000_000, 1.0)],
+            variants: vec![
+                measured("memcpy", 4_000_000_000, 1.0),
+                measured("copy", 3_000_000_000, 1.0),
+            ],
         }
     }
 
@@ -289,7 +296,10 @@ pub(crate) mod tests {
     fn ceiling_and_bandwidth_come_from_the_median() {
         let r = results();
         assert_eq!(r.ceiling_gbs(), Some(4000.0));
-        assert_eq!(r.variant("copy").and_then(VariantResult::effective_gbs), Some(3000.0));
+        assert_eq!(
+            r.variant("copy").and_then(VariantResult::effective_gbs),
+            Some(3000.0)
+        );
         assert!((h200().theoretical_gbs() - 4814.3).abs() < 0.5);
     }
 

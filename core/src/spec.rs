@@ -219,7 +219,9 @@ impl LabSpec {
     pub fn parse(text: &str, path: &Path) -> Result<LabSpec, LabError> {
         let mut lab: LabSpec = toml::from_str(text).map_err(|err| LabError {
             file: path.to_path_buf(),
-            line: err.span().map_or(1, |span| line_of_offset(text, span.start)),
+            line: err
+                .span()
+                .map_or(1, |span| line_of_offset(text, span.start)),
             message: err.message().trim().to_string(),
         })?;
         lab.file = path.to_path_buf();
@@ -263,9 +265,12 @@ impl LabSpec {
         self.variants
             .iter()
             .filter_map(|v| {
-                v.kernel
-                    .as_ref()
-                    .map(|k| (k.get_ref().as_str(), line_of_offset(&self.text, k.span().start)))
+                v.kernel.as_ref().map(|k| {
+                    (
+                        k.get_ref().as_str(),
+                        line_of_offset(&self.text, k.span().start),
+                    )
+                })
             })
             .collect()
     }
@@ -294,11 +299,7 @@ impl LabSpec {
 
     /// Resolves a variant's argument list.
     pub fn args(&self, variant: &VariantSpec) -> Result<Vec<ArgSpec>, LabError> {
-        variant
-            .args
-            .iter()
-            .map(|arg| self.parse_arg(arg))
-            .collect()
+        variant.args.iter().map(|arg| self.parse_arg(arg)).collect()
     }
 
     fn parse_arg(&self, arg: &str) -> Result<ArgSpec, LabError> {
@@ -329,13 +330,27 @@ impl LabSpec {
     }
 
     fn validate(&self) -> Result<(), LabError> {
-        if self.name.is_empty() || !self.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-            return Err(self.error_at("name", format!("lab name `{}` must be letters, digits, `_` or `-`", self.name)));
+        if self.name.is_empty()
+            || !self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return Err(self.error_at(
+                "name",
+                format!(
+                    "lab name `{}` must be letters, digits, `_` or `-`",
+                    self.name
+                ),
+            ));
         }
         let mut seen = BTreeSet::new();
         for buffer in &self.buffers {
             if !seen.insert(buffer.name.as_str()) {
-                return Err(self.error_at(&format!("\"{}\"", buffer.name), format!("buffer `{}` is defined twice", buffer.name)));
+                return Err(self.error_at(
+                    &format!("\"{}\"", buffer.name),
+                    format!("buffer `{}` is defined twice", buffer.name),
+                ));
             }
             self.check_expr(&buffer.len, "buffer length")?;
         }
@@ -348,13 +363,19 @@ impl LabSpec {
         for variant in &self.variants {
             self.validate_variant(variant)?;
             if !seen.insert(variant.name.as_str()) {
-                return Err(self.error_at(&format!("\"{}\"", variant.name), format!("variant `{}` is defined twice", variant.name)));
+                return Err(self.error_at(
+                    &format!("\"{}\"", variant.name),
+                    format!("variant `{}` is defined twice", variant.name),
+                ));
             }
         }
-        if let Some(ceiling) = &self.ceiling {
-            if self.variant(ceiling).is_none() {
-                return Err(self.error_at("ceiling", format!("the ceiling names variant `{ceiling}`, which the lab does not define")));
-            }
+        if let Some(ceiling) = &self.ceiling
+            && self.variant(ceiling).is_none()
+        {
+            return Err(self.error_at(
+                "ceiling",
+                format!("the ceiling names variant `{ceiling}`, which the lab does not define"),
+            ));
         }
         Ok(())
     }
@@ -363,20 +384,34 @@ impl LabSpec {
         let here = |message: String| self.error_at(&format!("\"{}\"", variant.name), message);
         match (&variant.kernel, variant.builtin) {
             (Some(_), Some(_)) => {
-                return Err(here(format!("variant `{}` names both a kernel and a builtin; give one", variant.name)));
+                return Err(here(format!(
+                    "variant `{}` names both a kernel and a builtin; give one",
+                    variant.name
+                )));
             }
             (None, None) => {
-                return Err(here(format!("variant `{}` needs `kernel = \"...\"` or `builtin = \"memcpy\"`", variant.name)));
+                return Err(here(format!(
+                    "variant `{}` needs `kernel = \"...\"` or `builtin = \"memcpy\"`",
+                    variant.name
+                )));
             }
             (Some(_), None) => {
                 for (what, dims) in [("grid", &variant.grid), ("block", &variant.block)] {
                     if dims.is_empty() || dims.len() > 3 {
-                        return Err(here(format!("variant `{}`: `{what}` needs 1 to 3 dimensions", variant.name)));
+                        return Err(here(format!(
+                            "variant `{}`: `{what}` needs 1 to 3 dimensions",
+                            variant.name
+                        )));
                     }
                     for dim in dims {
-                        let value = dim.eval(&self.params).map_err(|err| here(format!("variant `{}`: {what}: {err}", variant.name)))?;
+                        let value = dim.eval(&self.params).map_err(|err| {
+                            here(format!("variant `{}`: {what}: {err}", variant.name))
+                        })?;
                         if value <= 0 || value > i64::from(u32::MAX) {
-                            return Err(here(format!("variant `{}`: {what} dimension `{dim}` is {value}; it must be positive", variant.name)));
+                            return Err(here(format!(
+                                "variant `{}`: {what} dimension `{dim}` is {value}; it must be positive",
+                                variant.name
+                            )));
                         }
                     }
                 }
@@ -385,9 +420,16 @@ impl LabSpec {
                 }
             }
             (None, Some(Builtin::Memcpy)) => {
-                let buffers: Vec<_> = variant.args.iter().filter(|a| self.buffer(a).is_some()).collect();
+                let buffers: Vec<_> = variant
+                    .args
+                    .iter()
+                    .filter(|a| self.buffer(a).is_some())
+                    .collect();
                 if variant.args.len() != 2 || buffers.len() != 2 {
-                    return Err(here(format!("builtin memcpy (variant `{}`) takes `args = [dst, src]`, two buffers", variant.name)));
+                    return Err(here(format!(
+                        "builtin memcpy (variant `{}`) takes `args = [dst, src]`, two buffers",
+                        variant.name
+                    )));
                 }
             }
         }
@@ -402,10 +444,19 @@ impl LabSpec {
     }
 
     fn validate_check(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
-        for name in [check.input(), check.output()] {
+        for (role, name) in [("input", check.input()), ("output", check.output())] {
+            let line_of_name = format!("{role} = \"{name}\"");
+            let near = if self.text.contains(&line_of_name) {
+                line_of_name.as_str()
+            } else {
+                near
+            };
             match self.buffer(name) {
                 None => {
-                    return Err(self.error_at(near, format!("the check names buffer `{name}`, which the lab does not define")));
+                    return Err(self.error_at(
+                        near,
+                        format!("the check names buffer `{name}`, which the lab does not define"),
+                    ));
                 }
                 Some(buffer) if name == check.input() && buffer.fill == Fill::Poison => {
                     return Err(self.error_at(near, format!("the check's input `{name}` is a poisoned buffer; give it `fill = \"random\"`")));
@@ -490,7 +541,7 @@ args = ["dst", "src", "n"]
     fn parses_a_valid_lab_and_resolves_arguments() {
         let lab = parse(COPY).expect("valid");
         assert_eq!(lab.variants.len(), 2);
-        assert_eq!(lab.kernel_refs(), vec![("copy_scalar", 33)]);
+        assert_eq!(lab.kernel_refs(), vec![("copy_scalar", 32)]);
         let args = lab.args(&lab.variants[1]).expect("args");
         assert_eq!(args[0], ArgSpec::Buffer("dst".into()));
         assert_eq!(
@@ -522,20 +573,30 @@ args = ["dst", "src", "n"]
 
     #[test]
     fn unknown_names_are_reported_with_their_line() {
-        let err = parse(&COPY.replace("output = \"dst\"", "output = \"out\"")).expect_err("bad check");
+        let err =
+            parse(&COPY.replace("output = \"dst\"", "output = \"out\"")).expect_err("bad check");
         assert!(err.message.contains("`out`"), "{}", err.message);
-        assert_eq!(err.line, 21);
+        assert_eq!(err.line, 23);
 
-        let err = parse(&COPY.replace("ceiling = \"memcpy\"", "ceiling = \"cudaMemcpy\"")).expect_err("bad ceiling");
+        let err = parse(&COPY.replace("ceiling = \"memcpy\"", "ceiling = \"cudaMemcpy\""))
+            .expect_err("bad ceiling");
         assert_eq!(err.line, 5);
 
-        let err = parse(&COPY.replace("[\"n / 256\"]", "[\"m / 256\"]")).expect_err("unknown param");
-        assert!(err.message.contains("unknown parameter `m`"), "{}", err.message);
+        let err =
+            parse(&COPY.replace("[\"n / 256\"]", "[\"m / 256\"]")).expect_err("unknown param");
+        assert!(
+            err.message.contains("unknown parameter `m`"),
+            "{}",
+            err.message
+        );
     }
 
     #[test]
     fn a_variant_needs_exactly_one_of_kernel_and_builtin() {
-        let text = COPY.replace("builtin = \"memcpy\"", "builtin = \"memcpy\"\nkernel = \"x\"");
+        let text = COPY.replace(
+            "builtin = \"memcpy\"",
+            "builtin = \"memcpy\"\nkernel = \"x\"",
+        );
         assert!(parse(&text).expect_err("both").message.contains("both"));
         let text = COPY.replace("builtin = \"memcpy\"\n", "");
         assert!(parse(&text).expect_err("neither").message.contains("needs"));
@@ -564,7 +625,10 @@ args = ["dst", "src", "n"]
 
     #[test]
     fn argument_types_are_parsed_from_suffixes() {
-        let text = COPY.replace("[\"dst\", \"src\", \"n\"]", "[\"dst\", \"src\", \"n * 2:u64\"]");
+        let text = COPY.replace(
+            "[\"dst\", \"src\", \"n\"]",
+            "[\"dst\", \"src\", \"n * 2:u64\"]",
+        );
         let lab = parse(&text).expect("valid");
         assert_eq!(
             lab.args(&lab.variants[1]).expect("args")[2],

@@ -117,7 +117,10 @@ mod tests {
     #[test]
     fn summary_of_odd_and_even_counts() {
         let s = Summary::of(&[3.0, 1.0, 2.0]).expect("summary");
-        assert_eq!((s.median_ms, s.min_ms, s.max_ms, s.mean_ms), (2.0, 1.0, 3.0, 2.0));
+        assert_eq!(
+            (s.median_ms, s.min_ms, s.max_ms, s.mean_ms),
+            (2.0, 1.0, 3.0, 2.0)
+        );
         assert!((s.rel_spread - 0.5).abs() < 1e-12);
         let s = Summary::of(&[4.0, 1.0, 2.0, 3.0]).expect("summary");
         assert_eq!(s.median_ms, 2.5);
@@ -143,7 +146,9 @@ mod tests {
         assert_eq!(rule.verdict(&steady, 0.1), Some(StopReason::Converged));
         let tiny = vec![0.01; 50];
         assert_eq!(rule.verdict(&tiny, 0.1), None, "too little GPU time");
-        let noisy: Vec<f64> = (0..20).map(|i| if i % 2 == 0 { 1.0 } else { 2.0 }).collect();
+        let noisy: Vec<f64> = (0..20)
+            .map(|i| if i % 2 == 0 { 1.0 } else { 2.0 })
+            .collect();
         assert_eq!(rule.verdict(&noisy, 0.1), None, "not converged");
         assert_eq!(rule.verdict(&noisy, 60.0), Some(StopReason::TimeLimit));
         let many = vec![1.0; rule.max_samples];

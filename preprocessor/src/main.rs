@@ -5,18 +5,21 @@ use anyhow::Context;
 use kernelbook_runner::measure::MeasureOptions;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_kernelbook::KernelbookPreprocessor;
-use mdbook_kernelbook::preprocessor::labs_dir;
+use mdbook_kernelbook::preprocessor::{labs_dir, supports_renderer};
 use mdbook_preprocessor::Preprocessor;
 use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if let [supports, renderer] = args.as_slice() {
-        if supports == "supports" {
-            let ok = renderer == "html" || renderer == "markdown";
-            return if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE };
-        }
+    if let [command, renderer] = args.as_slice()
+        && command == "supports"
+    {
+        return if supports_renderer(renderer) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
     }
     match run() {
         Ok(()) => ExitCode::SUCCESS,
@@ -28,16 +31,22 @@ fn main() -> ExitCode {
 }
 
 fn run() -> anyhow::Result<()> {
-    let (ctx, book) = mdbook_preprocessor::parse_input(std::io::stdin()).context("reading the book from mdBook")?;
+    let (ctx, book) = mdbook_preprocessor::parse_input(std::io::stdin())
+        .context("reading the book from mdBook")?;
     let labs = labs_dir(&ctx.root, &ctx.config)?;
     let recorded_only = std::env::var_os("KERNELBOOK_RECORDED").is_some();
     let runner = Runner::new(RunnerConfig {
         cache_dir: ctx.root.join(".kernelbook/cache"),
         recorded_dir: labs.join("recorded"),
-        mode: if recorded_only { Mode::RecordedOnly } else { Mode::Auto },
+        mode: if recorded_only {
+            Mode::RecordedOnly
+        } else {
+            Mode::Auto
+        },
         options: MeasureOptions::default(),
     });
-    let preprocessor = KernelbookPreprocessor::new(runner, Box::new(kernelbook_runner::measure::StageLog::default()));
+    let preprocessor =
+        KernelbookPreprocessor::new(runner, Box::new(kernelbook_runner::measure::StageLog));
     let book = preprocessor.run(&ctx, book)?;
     let mut stdout = std::io::stdout().lock();
     serde_json::to_writer(&mut stdout, &book)?;

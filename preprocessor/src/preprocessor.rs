@@ -26,7 +26,9 @@ pub struct KernelbookPreprocessor {
 
 impl std::fmt::Debug for KernelbookPreprocessor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KernelbookPreprocessor").field("runner", &self.runner).finish_non_exhaustive()
+        f.debug_struct("KernelbookPreprocessor")
+            .field("runner", &self.runner)
+            .finish_non_exhaustive()
     }
 }
 
@@ -42,7 +44,10 @@ impl KernelbookPreprocessor {
 
 /// The labs folder named in book.toml (`[preprocessor.kernelbook] labs = "labs"`), from the
 /// book's root.
-pub fn labs_dir(ctx_root: &Path, config: &mdbook_preprocessor::config::Config) -> anyhow::Result<PathBuf> {
+pub fn labs_dir(
+    ctx_root: &Path,
+    config: &mdbook_preprocessor::config::Config,
+) -> anyhow::Result<PathBuf> {
     let dir: Option<String> = config.get(&format!("preprocessor.{NAME}.labs"))?;
     Ok(ctx_root.join(dir.unwrap_or_else(|| "labs".into())))
 }
@@ -61,7 +66,12 @@ pub fn load_labs(dir: &Path) -> anyhow::Result<BTreeMap<String, LabSpec>> {
         match LabSpec::load(&path) {
             Ok(lab) => {
                 if let Some(first) = labs.get(&lab.name).map(|l: &LabSpec| l.file.clone()) {
-                    errors.push(format!("{}:1: lab `{}` is also defined in {}", path.display(), lab.name, first.display()));
+                    errors.push(format!(
+                        "{}:1: lab `{}` is also defined in {}",
+                        path.display(),
+                        lab.name,
+                        first.display()
+                    ));
                 } else {
                     labs.insert(lab.name.clone(), lab);
                 }
@@ -79,15 +89,16 @@ pub fn load_labs(dir: &Path) -> anyhow::Result<BTreeMap<String, LabSpec>> {
 pub fn check_kernel_refs(labs: &BTreeMap<String, LabSpec>, index: &BookIndex) -> Vec<String> {
     labs.values()
         .flat_map(|lab| {
-            lab.kernel_refs().into_iter().filter_map(|(kernel, line)| {
-                (!index.kernels.contains_key(kernel)).then(|| {
+            lab.kernel_refs()
+                .into_iter()
+                .filter(|(kernel, _)| !index.kernels.contains_key(*kernel))
+                .map(|(kernel, line)| {
                     format!(
                         "{}:{line}: lab `{}` names kernel `{kernel}`, which no ```cuda kernel=... block in the book defines",
                         lab.file.display(),
                         lab.name
                     )
                 })
-            })
         })
         .collect()
 }
@@ -112,7 +123,14 @@ impl Preprocessor for KernelbookPreprocessor {
     fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
         let src_dir = ctx.config.book.src.clone();
         let index = index_book(&book, &src_dir).map_err(|errors| {
-            anyhow::anyhow!("{}", errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"))
+            anyhow::anyhow!(
+                "{}",
+                errors
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            )
         })?;
         let labs = load_labs(&labs_dir(&ctx.root, &ctx.config)?)?;
         let mut errors = check_kernel_refs(&labs, &index);
@@ -142,7 +160,10 @@ impl Preprocessor for KernelbookPreprocessor {
                 let lab = &labs[&directive.lab];
                 let kernels = index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
                 let outcome = {
-                    let mut progress = self.progress.lock().map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
+                    let mut progress = self
+                        .progress
+                        .lock()
+                        .map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
                     self.runner.results_for(lab, &kernels, progress.as_mut())
                 };
                 let html = self
@@ -180,8 +201,13 @@ impl Preprocessor for KernelbookPreprocessor {
     }
 
     fn supports_renderer(&self, renderer: &str) -> anyhow::Result<bool> {
-        Ok(renderer == "html" || renderer == "markdown")
+        Ok(supports_renderer(renderer))
     }
+}
+
+/// The renderers whose output can hold the HTML the labs render to.
+pub fn supports_renderer(renderer: &str) -> bool {
+    renderer == "html" || renderer == "markdown"
 }
 
 /// Applies non-overlapping edits; later edits first so earlier offsets stay valid.
@@ -207,12 +233,18 @@ mod tests {
 
     #[test]
     fn edits_apply_back_to_front() {
-        let out = apply_edits("abcdef", vec![(1..2, "X".into()), (4..4, "Y".into()), (0..0, "<".into())]);
+        let out = apply_edits(
+            "abcdef",
+            vec![(1..2, "X".into()), (4..4, "Y".into()), (0..0, "<".into())],
+        );
         assert_eq!(out, "<aXcdYef");
     }
 
     #[test]
     fn escapes_markup() {
-        assert_eq!(escape_html("<a href=\"x\">&</a>"), "&lt;a href=&quot;x&quot;&gt;&amp;&lt;/a&gt;");
+        assert_eq!(
+            escape_html("<a href=\"x\">&</a>"),
+            "&lt;a href&#x3D;&quot;x&quot;&gt;&amp;&lt;/a&gt;"
+        );
     }
 }

@@ -133,7 +133,10 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         .map(|v| row_view(lab, results, v, ceiling, peak))
         .collect();
     if rows.iter().any(|r| r.noisy) {
-        notes.push("A result marked noisy had a relative spread above 5 %: treat its figure with care.".into());
+        notes.push(
+            "A result marked noisy had a relative spread above 5 %: treat its figure with care."
+                .into(),
+        );
     }
     let samples = results
         .variants
@@ -172,7 +175,13 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
     }
 }
 
-fn row_view(lab: &LabSpec, results: &LabResults, v: &VariantResult, ceiling: Option<f64>, peak: f64) -> RowView {
+fn row_view(
+    lab: &LabSpec,
+    results: &LabResults,
+    v: &VariantResult,
+    ceiling: Option<f64>,
+    peak: f64,
+) -> RowView {
     let spec = lab.variant(&v.name);
     let dash = || "–".to_string();
     let mut row = RowView {
@@ -189,9 +198,9 @@ fn row_view(lab: &LabSpec, results: &LabResults, v: &VariantResult, ceiling: Opt
         spread: dash(),
         noisy: false,
         is_ceiling: results.ceiling.as_deref() == Some(v.name.as_str()),
-        launch: v.launch.map_or_else(dash, |l| {
-            format!("{} × {}", dims(l.grid), dims(l.block))
-        }),
+        launch: v
+            .launch
+            .map_or_else(dash, |l| format!("{} × {}", dims(l.grid), dims(l.block))),
         registers: dash(),
         spills: dash(),
         shared: dash(),
@@ -201,7 +210,9 @@ fn row_view(lab: &LabSpec, results: &LabResults, v: &VariantResult, ceiling: Opt
     if let Some(r) = v.resources {
         row.registers = r.registers.to_string();
         row.spills = format!("{} B / {} B", r.spill_store_bytes, r.spill_load_bytes);
-        row.shared = format_bytes(u64::from(r.shared_bytes) + u64::from(v.launch.map_or(0, |l| l.shared_bytes)));
+        row.shared = format_bytes(
+            u64::from(r.shared_bytes) + u64::from(v.launch.map_or(0, |l| l.shared_bytes)),
+        );
         row.blocks_per_sm = r.blocks_per_sm.to_string();
         row.occupancy = format!("{:.0} %", r.occupancy * 100.0);
     }
@@ -209,7 +220,9 @@ fn row_view(lab: &LabSpec, results: &LabResults, v: &VariantResult, ceiling: Opt
         Outcome::Measured { summary, noisy, .. } => {
             let gbs = v.effective_gbs().unwrap_or(0.0);
             row.gbs = format!("{gbs:.0}");
-            row.pct_ceiling = ceiling.and_then(|c| percent_of(gbs, c)).map_or_else(dash, |p| format!("{p:.1} %"));
+            row.pct_ceiling = ceiling
+                .and_then(|c| percent_of(gbs, c))
+                .map_or_else(dash, |p| format!("{p:.1} %"));
             row.pct_peak = percent_of(gbs, peak).map_or_else(dash, |p| format!("{p:.1} %"));
             row.median = format_ms(summary.median_ms);
             row.spread = format!("{:.1} %", summary.rel_spread * 100.0);
@@ -224,7 +237,9 @@ fn row_view(lab: &LabSpec, results: &LabResults, v: &VariantResult, ceiling: Opt
         }
         Outcome::Failed { stage, message } => {
             row.status = "ERROR".into();
-            row.problem = Some(format!("{stage:?} failed: {message}").replace("Compile failed", "did not compile"));
+            row.problem = Some(
+                format!("{stage:?} failed: {message}").replace("Compile failed", "did not compile"),
+            );
         }
     }
     row
@@ -243,7 +258,11 @@ pub fn format_params(params: &kernelbook_core::expr::Params) -> String {
     if params.is_empty() {
         return "no parameters".into();
     }
-    params.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ")
+    params
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// A kernel time at a readable scale: "152.3 µs", "1.204 ms".
@@ -256,11 +275,8 @@ pub fn format_ms(ms: f64) -> String {
 }
 
 fn format_bytes(bytes: u64) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 {
-        format!("{} KiB", bytes / 1024)
-    } else {
-        format!("{bytes} B")
-    }
+    // Exact bytes: the point of the column is often a difference of a few words (the +1 pad).
+    format!("{bytes} B")
 }
 
 /// The compiled templates.
@@ -283,7 +299,11 @@ impl Templates {
     /// The lab's HTML. It holds no blank line, so markdown keeps it as one HTML block.
     pub fn render_lab(&self, view: &LabView) -> Result<String, handlebars::RenderError> {
         let html = self.handlebars.render("lab", view)?;
-        Ok(html.lines().filter(|l| !l.trim().is_empty()).collect::<Vec<_>>().join("\n"))
+        Ok(html
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"))
     }
 }
 

@@ -109,7 +109,9 @@ pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError
         if code_ranges.iter().any(|r| r.contains(&start)) {
             continue;
         }
-        let line_end = content[start..].find('\n').map_or(content.len(), |i| start + i);
+        let line_end = content[start..]
+            .find('\n')
+            .map_or(content.len(), |i| start + i);
         let Some(close) = content[start..line_end].find("}}") else {
             return Err(ScanError {
                 location: at(start),
@@ -186,12 +188,17 @@ pub fn parse_info(info: &str) -> Result<Option<String>, String> {
 
 fn is_c_identifier(word: &str) -> bool {
     let mut chars = word.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 fn is_lab_name(word: &str) -> bool {
-    !word.is_empty() && word.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 fn find_info_range(content: &str, block: &Range<usize>, info: &str) -> Range<usize> {
@@ -214,7 +221,9 @@ pub struct BookIndex {
 
 impl BookIndex {
     /// Scans chapters given as (path, content); collects every error rather than the first.
-    pub fn build<'a>(chapters: impl IntoIterator<Item = (&'a Path, &'a str)>) -> Result<BookIndex, Vec<ScanError>> {
+    pub fn build<'a>(
+        chapters: impl IntoIterator<Item = (&'a Path, &'a str)>,
+    ) -> Result<BookIndex, Vec<ScanError>> {
         let mut index = BookIndex::default();
         let mut errors = Vec::new();
         for (path, content) in chapters {
@@ -244,11 +253,18 @@ impl BookIndex {
                 Err(err) => errors.push(err),
             }
         }
-        if errors.is_empty() { Ok(index) } else { Err(errors) }
+        if errors.is_empty() {
+            Ok(index)
+        } else {
+            Err(errors)
+        }
     }
 
     /// The kernels `names` refer to, for handing to the runner.
-    pub fn kernels_named<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> BTreeMap<String, KernelSource> {
+    pub fn kernels_named<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> BTreeMap<String, KernelSource> {
         names
             .into_iter()
             .filter_map(|n| self.kernels.get(n).map(|k| (n.to_string(), k.clone())))
@@ -291,10 +307,20 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
         assert_eq!(scan.kernels.len(), 1);
         let kernel = &scan.kernels[0].kernel;
         assert_eq!(kernel.name, "transpose_naive");
-        assert_eq!(kernel.origin.line, 6, "the first source line, after the fence");
-        assert!(kernel.source.starts_with("extern \"C\" __global__ void transpose_naive("));
+        assert_eq!(
+            kernel.origin.line, 6,
+            "the first source line, after the fence"
+        );
+        assert!(
+            kernel
+                .source
+                .starts_with("extern \"C\" __global__ void transpose_naive(")
+        );
         assert!(kernel.source.ends_with("}\n"));
-        assert_eq!(&CHAPTER[scan.kernels[0].info_range.clone()], "cuda kernel=transpose_naive");
+        assert_eq!(
+            &CHAPTER[scan.kernels[0].info_range.clone()],
+            "cuda kernel=transpose_naive"
+        );
     }
 
     #[test]
@@ -316,18 +342,30 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
         assert!(err.message.contains("malformed"), "{}", err.message);
         let err = scan_chapter("a\n{{#lab transpose\n}}", path()).expect_err("unclosed");
         assert_eq!(err.location.line, 2);
-        assert!(scan_chapter("{{#labels x}}", path()).expect("not ours").directives.is_empty());
+        assert!(
+            scan_chapter("{{#labels x}}", path())
+                .expect("not ours")
+                .directives
+                .is_empty()
+        );
     }
 
     #[test]
     fn info_strings() {
-        assert_eq!(parse_info("cuda kernel=copy_f4"), Ok(Some("copy_f4".into())));
+        assert_eq!(
+            parse_info("cuda kernel=copy_f4"),
+            Ok(Some("copy_f4".into()))
+        );
         assert_eq!(parse_info("cuda"), Ok(None));
         assert_eq!(parse_info("rust kernel=x"), Ok(None));
         assert!(parse_info("cuda kernel=").is_err());
         assert!(parse_info("cuda kernel=1abc").is_err());
         assert!(parse_info("cuda kernel=a kernel=b").is_err());
-        assert!(parse_info("cuda kernal=a").expect_err("typo").contains("kernal"));
+        assert!(
+            parse_info("cuda kernal=a")
+                .expect_err("typo")
+                .contains("kernal")
+        );
     }
 
     #[test]
@@ -340,8 +378,12 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
     fn duplicate_kernel_names_across_chapters_are_reported_with_both_places() {
         let one = "```cuda kernel=copy\nx\n```\n";
         let two = "# B\n\n```cuda kernel=copy\ny\n```\n";
-        let errors = BookIndex::build([(Path::new("a.md"), one), (Path::new("b.md"), two)]).expect_err("dup");
+        let errors = BookIndex::build([(Path::new("a.md"), one), (Path::new("b.md"), two)])
+            .expect_err("dup");
         assert_eq!(errors.len(), 1);
-        assert_eq!(errors[0].to_string(), "b.md:3: kernel `copy` is defined twice; the first is at a.md:1");
+        assert_eq!(
+            errors[0].to_string(),
+            "b.md:3: kernel `copy` is defined twice; the first is at a.md:1"
+        );
     }
 }

@@ -48,14 +48,22 @@ pub fn diff(dir: &Path, expected: &BTreeMap<String, String>) -> std::io::Result<
         match std::fs::read_to_string(dir.join(name)) {
             Ok(found) if &found == contents => {}
             Ok(_) => diff.outdated.push(name.clone()),
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => diff.missing.push(name.clone()),
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                diff.missing.push(name.clone())
+            }
             Err(err) => return Err(err),
         }
     }
     if dir.exists() {
         for entry in std::fs::read_dir(dir)? {
             let path = entry?.path();
-            let Some(name) = path.file_name().and_then(|n| n.to_str()).map(str::to_string) else { continue };
+            let Some(name) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_string)
+            else {
+                continue;
+            };
             if name.ends_with(".cu") && !expected.contains_key(&name) {
                 let text = std::fs::read_to_string(&path).unwrap_or_default();
                 if text.starts_with(MARKER) {
@@ -86,15 +94,25 @@ mod tests {
     use super::*;
 
     fn index() -> BookIndex {
-        BookIndex::build([(Path::new("book/src/a.md"), "```cuda kernel=copy\nbody\n```\n")]).expect("index")
+        BookIndex::build([(
+            Path::new("book/src/a.md"),
+            "```cuda kernel=copy\nbody\n```\n",
+        )])
+        .expect("index")
     }
 
     #[test]
     fn writes_then_reports_clean_then_detects_edits_and_orphans() {
         let dir = tempfile::tempdir().expect("tempdir");
         let expected = tangled_files(&index());
-        assert_eq!(expected["copy.cu"], format!("{MARKER} book/src/a.md:2. Edit the book, not this file.\nbody\n"));
-        assert_eq!(diff(dir.path(), &expected).expect("diff").missing, vec!["copy.cu"]);
+        assert_eq!(
+            expected["copy.cu"],
+            format!("{MARKER} book/src/a.md:2. Edit the book, not this file.\nbody\n")
+        );
+        assert_eq!(
+            diff(dir.path(), &expected).expect("diff").missing,
+            vec!["copy.cu"]
+        );
         write(dir.path(), &expected).expect("write");
         assert!(diff(dir.path(), &expected).expect("diff").is_clean());
 
@@ -106,6 +124,9 @@ mod tests {
         assert_eq!(found.orphaned, vec!["old.cu"]);
         write(dir.path(), &expected).expect("write");
         assert!(diff(dir.path(), &expected).expect("diff").is_clean());
-        assert!(dir.path().join("common.cuh").exists(), "hand-written files are kept");
+        assert!(
+            dir.path().join("common.cuh").exists(),
+            "hand-written files are kept"
+        );
     }
 }

@@ -3,14 +3,14 @@
 //! flushed before every sample until the [`StoppingRule`] is satisfied.
 
 use crate::backend::{
-    BufferId, CompileError, CompileRequest, Compiler, Device, DeviceError, KernelArg, KernelId,
-    Op, ptxas,
+    BufferId, CompileError, CompileRequest, Compiler, Device, DeviceError, KernelArg, KernelId, Op,
+    ptxas,
 };
 use crate::reference::{self, POISON_BYTE};
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::ExprError;
 use kernelbook_core::results::{
-    FailureStage, FORMAT_VERSION, KernelResources, LabResults, LaunchShape, Outcome, Provenance,
+    FORMAT_VERSION, FailureStage, KernelResources, LabResults, LaunchShape, Outcome, Provenance,
     VariantResult,
 };
 use kernelbook_core::spec::{ArgSpec, Builtin, CheckSpec, Fill, LabSpec, ScalarType, VariantSpec};
@@ -90,7 +90,10 @@ pub fn measure_lab(
     // Buffers: sizes from the lab, inputs drawn fresh, poisoned outputs filled on the device.
     let seed = options.seed.unwrap_or_else(|| fastrand::u64(..));
     let mut rng = fastrand::Rng::with_seed(seed);
-    progress.stage(&format!("lab `{}`: preparing buffers and the CPU reference", lab.name));
+    progress.stage(&format!(
+        "lab `{}`: preparing buffers and the CPU reference",
+        lab.name
+    ));
     let mut buffers = BTreeMap::new();
     let mut host_inputs = Vec::new();
     for spec in &lab.buffers {
@@ -105,7 +108,10 @@ pub fn measure_lab(
             ))
         })?;
         if spec.fill != Fill::Poison {
-            host_inputs.push((id, reference::initial_contents(spec.fill, spec.elem, len, &mut rng)));
+            host_inputs.push((
+                id,
+                reference::initial_contents(spec.fill, spec.elem, len, &mut rng),
+            ));
         }
         buffers.insert(spec.name.clone(), (id, spec));
     }
@@ -128,8 +134,14 @@ pub fn measure_lab(
                 .iter()
                 .find(|(id, _)| *id == input_id)
                 .map(|(_, data)| data.as_slice())
-                .ok_or_else(|| lab_err(format!("the checked input `{}` must not be a poisoned buffer", check.input())))?;
-            let expected = reference::expected_output(check, input, input_spec.elem, &lab.params).map_err(expr_err)?;
+                .ok_or_else(|| {
+                    lab_err(format!(
+                        "the checked input `{}` must not be a poisoned buffer",
+                        check.input()
+                    ))
+                })?;
+            let expected = reference::expected_output(check, input, input_spec.elem, &lab.params)
+                .map_err(expr_err)?;
             expected_by_check.push((check, expected));
         }
         let expected = expected_by_check
@@ -224,7 +236,8 @@ pub fn measure_lab(
             driver_version: device.driver_version(),
             compiler_version: compiler.version(),
             runner_version: env!("CARGO_PKG_VERSION").to_string(),
-            measured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            measured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                .to_string(),
             wall_seconds: started.elapsed().as_secs_f64(),
             input_seed: seed,
             timing_method: format!(
@@ -244,14 +257,25 @@ pub fn measure_lab(
 }
 
 enum Prepared {
-    Kernel { kernel: KernelId, shape: LaunchShape },
-    Copy { dst: BufferId, src: BufferId, bytes: usize },
+    Kernel {
+        kernel: KernelId,
+        shape: LaunchShape,
+    },
+    Copy {
+        dst: BufferId,
+        src: BufferId,
+        bytes: usize,
+    },
 }
 
 impl Prepared {
     fn op<'a>(&self, args: &'a [KernelArg]) -> Op<'a> {
         match *self {
-            Prepared::Kernel { kernel, shape } => Op::Launch { kernel, shape, args },
+            Prepared::Kernel { kernel, shape } => Op::Launch {
+                kernel,
+                shape,
+                args,
+            },
             Prepared::Copy { dst, src, bytes } => Op::Copy { dst, src, bytes },
         }
     }
@@ -307,14 +331,16 @@ fn launch_shape(lab: &LabSpec, variant: &VariantSpec) -> Result<LaunchShape, Str
         let mut out = [1u32; 3];
         for (slot, expr) in out.iter_mut().zip(exprs) {
             let value = expr.eval(&lab.params).map_err(|e| e.to_string())?;
-            *slot = u32::try_from(value).map_err(|_| format!("`{expr}` = {value} does not fit a launch dimension"))?;
+            *slot = u32::try_from(value)
+                .map_err(|_| format!("`{expr}` = {value} does not fit a launch dimension"))?;
         }
         Ok(out)
     };
     let shared_bytes = match &variant.shared_bytes {
         Some(expr) => {
             let value = expr.eval(&lab.params).map_err(|e| e.to_string())?;
-            u32::try_from(value).map_err(|_| format!("shared_bytes `{expr}` = {value} is out of range"))?
+            u32::try_from(value)
+                .map_err(|_| format!("shared_bytes `{expr}` = {value} is out of range"))?
         }
         None => 0,
     };
@@ -342,10 +368,16 @@ fn resolve_args(
                 let value = expr.eval(&lab.params).map_err(|e| e.to_string())?;
                 let out_of_range = || format!("argument `{expr}` = {value} does not fit {ty:?}");
                 Ok(match ty {
-                    ScalarType::I32 => KernelArg::I32(i32::try_from(value).map_err(|_| out_of_range())?),
+                    ScalarType::I32 => {
+                        KernelArg::I32(i32::try_from(value).map_err(|_| out_of_range())?)
+                    }
                     ScalarType::I64 => KernelArg::I64(value),
-                    ScalarType::U32 => KernelArg::U32(u32::try_from(value).map_err(|_| out_of_range())?),
-                    ScalarType::U64 => KernelArg::U64(u64::try_from(value).map_err(|_| out_of_range())?),
+                    ScalarType::U32 => {
+                        KernelArg::U32(u32::try_from(value).map_err(|_| out_of_range())?)
+                    }
+                    ScalarType::U64 => {
+                        KernelArg::U64(u64::try_from(value).map_err(|_| out_of_range())?)
+                    }
                 })
             }
         })
@@ -386,20 +418,195 @@ fn verify_and_time(
     let started = Instant::now();
     let mut samples = Vec::new();
     let stop_reason = loop {
-        if let Some(reason) = options.rule.verdict(&samples, started.elapsed().as_secs_f64()) {
+        if let Some(reason) = options
+            .rule
+            .verdict(&samples, started.elapsed().as_secs_f64())
+        {
             break reason;
         }
         device.flush_l2()?;
         samples.push(device.time(op)?);
         progress.samples(samples.len());
     };
-    let summary = Summary::of(&samples).ok_or_else(|| {
-        DeviceError::new("timing", format!("no valid samples (got {samples:?})"))
-    })?;
+    let summary = Summary::of(&samples)
+        .ok_or_else(|| DeviceError::new("timing", format!("no valid samples (got {samples:?})")))?;
     Ok(Outcome::Measured {
         noisy: summary.is_noisy(&options.rule),
         summary,
         stop_reason,
         samples_ms: samples,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::fake::{FakeCompiler, FakeDevice};
+    use kernelbook_core::SourceLocation;
+    use kernelbook_core::results::FailureStage;
+    use std::path::Path;
+
+    const LAB: &str = r#"
+name = "t"
+title = "T"
+bytes = "2 * n * n * 4"
+ceiling = "memcpy"
+[params]
+n = 64
+[[buffers]]
+name = "in"
+len = "n * n"
+fill = "random"
+[[buffers]]
+name = "out"
+len = "n * n"
+fill = "poison"
+[check]
+reference = "transpose"
+input = "in"
+output = "out"
+rows = "n"
+cols = "n"
+[[variants]]
+name = "memcpy"
+builtin = "memcpy"
+args = ["out", "in"]
+check = { reference = "copy", input = "in", output = "out" }
+[[variants]]
+name = "good"
+kernel = "transpose"
+grid = ["n / 32", "n / 32"]
+block = [32, 8]
+args = ["out", "in", "n"]
+[[variants]]
+name = "wrong"
+kernel = "transpose_skip_last"
+grid = ["n / 32", "n / 32"]
+block = [32, 8]
+args = ["out", "in", "n"]
+[[variants]]
+name = "broken"
+kernel = "broken"
+grid = [1]
+block = [32]
+args = ["out", "in", "n"]
+"#;
+
+    fn kernel(name: &str, source: &str) -> (String, KernelSource) {
+        (
+            name.to_string(),
+            KernelSource {
+                name: name.to_string(),
+                source: source.to_string(),
+                origin: SourceLocation {
+                    file: "lab.md".into(),
+                    line: 1,
+                },
+            },
+        )
+    }
+
+    fn run(device: &mut FakeDevice) -> LabResults {
+        let lab = LabSpec::parse(LAB, Path::new("t.toml")).expect("lab");
+        let kernels = BTreeMap::from([
+            kernel("transpose", "ok"),
+            kernel("transpose_skip_last", "ok"),
+            kernel("broken", "int x;\n#error this does not compile\n"),
+        ]);
+        let options = MeasureOptions {
+            seed: Some(42),
+            ..MeasureOptions::default()
+        };
+        measure_lab(&lab, &kernels, device, &FakeCompiler, &options, &mut Quiet).expect("measured")
+    }
+
+    #[test]
+    fn a_correct_kernel_is_verified_then_timed_with_a_flush_before_every_sample() {
+        let mut device = FakeDevice::new();
+        let results = run(&mut device);
+        let good = results.variant("good").expect("good");
+        let Outcome::Measured {
+            summary,
+            samples_ms,
+            ..
+        } = &good.outcome
+        else {
+            panic!("expected a measurement, got {:?}", good.outcome);
+        };
+        assert!(samples_ms.len() >= 10);
+        assert!((summary.median_ms - 1.001).abs() < 0.002);
+        assert_eq!(device.flushes, device.timed, "one flush per timed sample");
+        assert_eq!(good.bytes_moved, 2 * 64 * 64 * 4);
+        let resources = good.resources.expect("resources");
+        assert_eq!(
+            (resources.spill_store_bytes, resources.blocks_per_sm),
+            (4, 8)
+        );
+        assert_eq!(
+            resources.occupancy, 1.0,
+            "8 blocks of 8 warps fill 64 warp slots"
+        );
+        assert_eq!(results.provenance.input_seed, 42);
+    }
+
+    #[test]
+    fn a_builtin_with_its_own_check_is_measured() {
+        let results = run(&mut FakeDevice::new());
+        assert!(matches!(
+            results.variant("memcpy").expect("memcpy").outcome,
+            Outcome::Measured { .. }
+        ));
+    }
+
+    #[test]
+    fn a_wrong_kernel_reports_the_first_mismatch_and_no_time() {
+        let results = run(&mut FakeDevice::new());
+        match &results.variant("wrong").expect("wrong").outcome {
+            Outcome::WrongResult { mismatch } => {
+                assert_eq!(mismatch.index, 64 * 64 - 1);
+                assert_eq!(mismatch.actual, "NaN", "the poison shows through");
+                assert_eq!(mismatch.count, 1);
+            }
+            other => panic!("expected a wrong result, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_compile_error_fails_only_its_own_variant() {
+        let results = run(&mut FakeDevice::new());
+        match &results.variant("broken").expect("broken").outcome {
+            Outcome::Failed { stage, message } => {
+                assert_eq!(*stage, FailureStage::Compile);
+                assert_eq!(message, "broken.cu(2): error: #error this does not compile");
+            }
+            other => panic!("expected a compile failure, got {other:?}"),
+        }
+        assert_eq!(results.variants.len(), 4);
+    }
+
+    #[test]
+    fn inputs_are_fresh_for_each_seed() {
+        let mut a = FakeDevice::new();
+        let mut b = FakeDevice::new();
+        run(&mut a);
+        let lab = LabSpec::parse(LAB, Path::new("t.toml")).expect("lab");
+        let options = MeasureOptions {
+            seed: Some(43),
+            ..MeasureOptions::default()
+        };
+        measure_lab(
+            &lab,
+            &BTreeMap::from([kernel("transpose", "ok")]),
+            &mut b,
+            &FakeCompiler,
+            &options,
+            &mut Quiet,
+        )
+        .map(|_| ())
+        .expect_err("the lab names kernels that are missing here");
+        assert_ne!(
+            a.buffers[0], b.buffers[0],
+            "different seeds, different inputs"
+        );
+    }
 }

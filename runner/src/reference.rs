@@ -10,7 +10,12 @@ use kernelbook_core::spec::{CheckSpec, ElemType, Fill};
 pub const POISON_BYTE: u8 = 0xFF;
 
 /// A buffer's initial contents (little-endian elements).
-pub fn initial_contents(fill: Fill, elem: ElemType, len: usize, rng: &mut fastrand::Rng) -> Vec<u8> {
+pub fn initial_contents(
+    fill: Fill,
+    elem: ElemType,
+    len: usize,
+    rng: &mut fastrand::Rng,
+) -> Vec<u8> {
     match fill {
         Fill::Zero => vec![0; len * elem.size()],
         Fill::Poison => vec![POISON_BYTE; len * elem.size()],
@@ -118,15 +123,22 @@ mod tests {
     #[test]
     fn transpose_of_a_2x3_matrix() {
         let input = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
-        assert_eq!(transpose(&input, 2, 3, 4), f32s(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0]));
+        assert_eq!(
+            transpose(&input, 2, 3, 4),
+            f32s(&[1.0, 4.0, 2.0, 5.0, 3.0, 6.0])
+        );
     }
 
     #[test]
     fn transpose_crosses_block_boundaries() {
         let (rows, cols) = (70, 130);
-        let input: Vec<u8> = (0..rows * cols).flat_map(|i| (i as u32).to_le_bytes()).collect();
+        let input: Vec<u8> = (0..rows * cols)
+            .flat_map(|i| (i as u32).to_le_bytes())
+            .collect();
         let out = transpose(&input, rows, cols, 4);
-        let at = |buf: &[u8], i: usize| u32::from_le_bytes([buf[4 * i], buf[4 * i + 1], buf[4 * i + 2], buf[4 * i + 3]]);
+        let at = |buf: &[u8], i: usize| {
+            u32::from_le_bytes([buf[4 * i], buf[4 * i + 1], buf[4 * i + 2], buf[4 * i + 3]])
+        };
         for (r, c) in [(0, 0), (69, 129), (3, 100), (65, 64)] {
             assert_eq!(at(&out, c * rows + r), (r * cols + c) as u32);
         }
@@ -152,20 +164,38 @@ mod tests {
         actual[8..12].copy_from_slice(&[POISON_BYTE; 4]);
         actual[12..16].copy_from_slice(&9.5f32.to_le_bytes());
         let m = first_mismatch(&expected, &actual, ElemType::F32).expect("mismatch");
-        assert_eq!((m.index, m.expected.as_str(), m.actual.as_str(), m.count), (2, "3.0", "NaN", 2));
+        assert_eq!(
+            (m.index, m.expected.as_str(), m.actual.as_str(), m.count),
+            (2, "3.0", "NaN", 2)
+        );
         assert_eq!(first_mismatch(&expected, &expected, ElemType::F32), None);
     }
 
     #[test]
     fn random_inputs_are_fresh_per_seed_and_in_range() {
-        let a = initial_contents(Fill::Random, ElemType::F32, 1000, &mut fastrand::Rng::with_seed(1));
-        let b = initial_contents(Fill::Random, ElemType::F32, 1000, &mut fastrand::Rng::with_seed(2));
+        let a = initial_contents(
+            Fill::Random,
+            ElemType::F32,
+            1000,
+            &mut fastrand::Rng::with_seed(1),
+        );
+        let b = initial_contents(
+            Fill::Random,
+            ElemType::F32,
+            1000,
+            &mut fastrand::Rng::with_seed(2),
+        );
         assert_ne!(a, b);
         assert!(a.chunks(4).all(|c| {
             let v = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
             (-1.0..1.0).contains(&v)
         }));
-        let poison = initial_contents(Fill::Poison, ElemType::F32, 2, &mut fastrand::Rng::with_seed(1));
+        let poison = initial_contents(
+            Fill::Poison,
+            ElemType::F32,
+            2,
+            &mut fastrand::Rng::with_seed(1),
+        );
         assert!(f32::from_le_bytes([poison[0], poison[1], poison[2], poison[3]]).is_nan());
     }
 }

@@ -11,6 +11,7 @@ use kernelbook_core::spec::LabSpec;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether the runner may use the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -71,12 +72,14 @@ pub struct Runner {
     recorded: Recorded,
     gpu: Mutex<Option<Result<Gpu, String>>>,
     notify: Notify,
-    told_unavailable: Mutex<bool>,
+    told_unavailable: AtomicBool,
 }
 
 impl std::fmt::Debug for Runner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Runner").field("config", &self.config).finish_non_exhaustive()
+        f.debug_struct("Runner")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
     }
 }
 
@@ -88,7 +91,7 @@ impl Runner {
             config,
             gpu: Mutex::new(None),
             notify: Box::new(|message| eprintln!("kernelbook: {message}")),
-            told_unavailable: Mutex::new(false),
+            told_unavailable: AtomicBool::new(false),
         }
     }
 
@@ -129,7 +132,12 @@ impl Runner {
                 Ok(toolchain) => {
                     let key = store::cache_key(lab, kernels, &toolchain, &self.config.options.rule);
                     match self.cache.get(&lab.name, &key) {
-                        Ok(Some(results)) => return LabOutcome::Measured { results, cached: true },
+                        Ok(Some(results)) => {
+                            return LabOutcome::Measured {
+                                results,
+                                cached: true,
+                            };
+                        }
                         Ok(None) => {}
                         Err(distrust) => (self.notify)(&format!("{distrust}; measuring again")),
                     }
@@ -138,7 +146,10 @@ impl Runner {
                             if let Err(err) = self.cache.put(&key, &results) {
                                 (self.notify)(&format!("could not write the cache: {err}"));
                             }
-                            return LabOutcome::Measured { results, cached: false };
+                            return LabOutcome::Measured {
+                                results,
+                                cached: false,
+                            };
                         }
                         Err(err) => {
                             let why = format!("measuring lab `{}` failed: {err}", lab.name);
@@ -185,11 +196,15 @@ impl Runner {
             Ok(())
         })
         .map_err(RunError::Unavailable)?;
-        let mut guard = self.gpu.lock().map_err(|_| RunError::Unavailable("the GPU state was poisoned by an earlier panic".into()))?;
+        let mut guard = self.gpu.lock().map_err(|_| {
+            RunError::Unavailable("the GPU state was poisoned by an earlier panic".into())
+        })?;
         let Some(Ok(gpu)) = guard.as_mut() else {
             return Err(RunError::Unavailable("no GPU".into()));
         };
-        let Gpu { compiler, device, .. } = gpu;
+        let Gpu {
+            compiler, device, ..
+        } = gpu;
         let Some(device) = device.as_mut() else {
             return Err(RunError::Unavailable("no GPU".into()));
         };
@@ -216,26 +231,29 @@ impl Runner {
                 why,
             },
             Ok(None) => LabOutcome::Missing {
-                why: format!("{why}, and no recorded results exist at {}", self.recorded.path(&lab.name).display()),
+                why: format!(
+                    "{why}, and no recorded results exist at {}",
+                    self.recorded.path(&lab.name).display()
+                ),
             },
             Err(distrust) => {
                 (self.notify)(&distrust.to_string());
                 LabOutcome::Missing {
-                    why: format!("{why}, and the recorded results could not be used ({})", distrust.reason),
+                    why: format!(
+                        "{why}, and the recorded results could not be used ({})",
+                        distrust.reason
+                    ),
                 }
             }
         }
     }
 
     fn tell_unavailable(&self, why: &str) {
-        if let Ok(mut told) = self.told_unavailable.lock() {
-            if !*told {
-                *told = true;
-                (self.notify)(&format!(
-                    "{why}: showing results recorded on real hardware ({})",
-                    self.config.recorded_dir.display()
-                ));
-            }
+        if !self.told_unavailable.swap(true, Ordering::Relaxed) {
+            (self.notify)(&format!(
+                "{why}: showing results recorded on real hardware ({})",
+                self.config.recorded_dir.display()
+            ));
         }
     }
 

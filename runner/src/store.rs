@@ -82,7 +82,10 @@ pub fn cache_key(
             .map(|v| VariantKey {
                 name: &v.name,
                 kernel: v.kernel_name(),
-                kernel_source: v.kernel_name().and_then(|k| kernels.get(k)).map(|k| k.source.as_str()),
+                kernel_source: v
+                    .kernel_name()
+                    .and_then(|k| kernels.get(k))
+                    .map(|k| k.source.as_str()),
                 builtin: v.builtin,
                 grid: strs(&v.grid),
                 block: strs(&v.block),
@@ -99,7 +102,10 @@ pub fn cache_key(
         rule,
     };
     let json = serde_json::to_vec(&material).unwrap_or_default();
-    Sha256::digest(&json).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(&json)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// A results file that exists but cannot be used, and why.
@@ -127,10 +133,12 @@ pub fn read_results(path: &Path) -> Result<Option<LabResults>, Distrust> {
             });
         }
     };
-    LabResults::from_json(&text).map(Some).map_err(|err| Distrust {
-        path: path.to_path_buf(),
-        reason: err.to_string(),
-    })
+    LabResults::from_json(&text)
+        .map(Some)
+        .map_err(|err| Distrust {
+            path: path.to_path_buf(),
+            reason: err.to_string(),
+        })
 }
 
 /// Writes a results file atomically: readers see the old file or the new one, never a part.
@@ -157,7 +165,8 @@ impl Cache {
     }
 
     pub fn path(&self, lab: &str, key: &str) -> PathBuf {
-        self.dir.join(format!("{lab}-{}.json", &key[..key.len().min(32)]))
+        self.dir
+            .join(format!("{lab}-{}.json", &key[..key.len().min(32)]))
     }
 
     pub fn get(&self, lab: &str, key: &str) -> Result<Option<LabResults>, Distrust> {
@@ -204,7 +213,10 @@ impl Recorded {
 }
 
 /// Kernels whose source changed since `results` were measured (by fingerprint).
-pub fn stale_kernels(results: &LabResults, kernels: &BTreeMap<String, KernelSource>) -> Vec<String> {
+pub fn stale_kernels(
+    results: &LabResults,
+    kernels: &BTreeMap<String, KernelSource>,
+) -> Vec<String> {
     results
         .variants
         .iter()
@@ -214,4 +226,241 @@ pub fn stale_kernels(results: &LabResults, kernels: &BTreeMap<String, KernelSour
             (now != v.source_hash).then(|| name.clone())
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernelbook_core::SourceLocation;
+    use kernelbook_core::expr::Params;
+    use kernelbook_core::results::{FORMAT_VERSION, Provenance};
+
+    const LAB: &str = r#"
+name = "copy"
+title = "Copy"
+bytes = "2 * n * 4"
+[params]
+n = 1024
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+[[variants]]
+name = "scalar"
+label = "scalar copy"
+access = "coalesced"
+kernel = "copy_scalar"
+grid = ["n / 256"]
+block = [256]
+args = ["dst", "src", "n"]
+"#;
+
+    fn lab(text: &str) -> LabSpec {
+        LabSpec::parse(text, Path::new("labs/copy.toml")).expect("lab")
+    }
+
+    fn kernels(source: &str) -> BTreeMap<String, KernelSource> {
+        BTreeMap::from([(
+            "copy_scalar".to_string(),
+            KernelSource {
+                name: "copy_scalar".into(),
+                source: source.into(),
+                origin: SourceLocation {
+                    file: "a.md".into(),
+                    line: 3,
+                },
+            },
+        )])
+    }
+
+    fn toolchain() -> Toolchain {
+        Toolchain {
+            device: DeviceInfo {
+                backend: "cuda".into(),
+                name: "NVIDIA H200".into(),
+                uuid: "GPU-1".into(),
+                arch: "sm_90".into(),
+                compute_capability: (9, 0),
+                sm_count: 132,
+                l2_bytes: 62914560,
+                memory_bytes: 1 << 37,
+                memory_clock_khz: 3_201_000,
+                bus_width_bits: 6016,
+                sm_clock_khz: 1_980_000,
+                max_threads_per_sm: 2048,
+                max_shared_bytes_per_block: 232448,
+            },
+            driver_version: "13.0".into(),
+            compiler_version: "NVRTC 13.0".into(),
+        }
+    }
+
+    fn key(lab_text: &str, source: &str, toolchain: &Toolchain) -> String {
+        cache_key(
+            &lab(lab_text),
+            &kernels(source),
+            toolchain,
+            &StoppingRule::default(),
+        )
+    }
+
+    #[test]
+    fn the_key_is_stable_and_ignores_presentation() {
+        let base = key(LAB, "a", &toolchain());
+        assert_eq!(base, key(LAB, "a", &toolchain()));
+        let reworded = LAB
+            .replace("title = \"Copy\"", "title = \"A copy\"")
+            .replace("label = \"scalar copy\"", "label = \"the scalar copy\"")
+            .replace("access = \"coalesced\"", "access = \"fully coalesced\"");
+        assert_eq!(base, key(&reworded, "a", &toolchain()));
+    }
+
+    #[test]
+    fn the_key_changes_with_everything_that_changes_a_measurement() {
+        let base = key(LAB, "a", &toolchain());
+        assert_ne!(base, key(LAB, "a // edited", &toolchain()), "kernel source");
+        assert_ne!(
+            base,
+            key(&LAB.replace("n = 1024", "n = 2048"), "a", &toolchain()),
+            "params"
+        );
+        assert_ne!(
+            base,
+            key(
+                &LAB.replace("block = [256]", "block = [128]"),
+                "a",
+                &toolchain()
+            ),
+            "launch shape"
+        );
+        let flags = LAB.replace("bytes = ", "compile_flags = [\"-DX=1\"]\nbytes = ");
+        assert_ne!(base, key(&flags, "a", &toolchain()), "compile flags");
+        let mut other = toolchain();
+        other.device.uuid = "GPU-2".into();
+        assert_ne!(base, key(LAB, "a", &other), "device");
+        let mut other = toolchain();
+        other.driver_version = "13.1".into();
+        assert_ne!(base, key(LAB, "a", &other), "driver");
+        let mut other = toolchain();
+        other.compiler_version = "NVRTC 13.1".into();
+        assert_ne!(base, key(LAB, "a", &other), "compiler");
+    }
+
+    #[test]
+    fn kernels_the_lab_does_not_run_do_not_change_its_key() {
+        let lab = lab(LAB);
+        let mut more = kernels("a");
+        let base = cache_key(&lab, &more, &toolchain(), &StoppingRule::default());
+        more.insert("unrelated".into(), more["copy_scalar"].clone());
+        assert_eq!(
+            base,
+            cache_key(&lab, &more, &toolchain(), &StoppingRule::default())
+        );
+    }
+
+    fn results(lab: &str) -> LabResults {
+        LabResults {
+            format_version: FORMAT_VERSION,
+            lab: lab.into(),
+            params: Params::new(),
+            provenance: Provenance {
+                device: toolchain().device,
+                driver_version: "13.0".into(),
+                compiler_version: "NVRTC 13.0".into(),
+                runner_version: "0".into(),
+                measured_at: "2026-11-29T00:00:00Z".into(),
+                wall_seconds: 1.0,
+                input_seed: 1,
+                timing_method: "events".into(),
+            },
+            ceiling: None,
+            variants: vec![],
+        }
+    }
+
+    #[test]
+    fn writes_atomically_and_reads_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = Cache::new(dir.path().join("cache"));
+        assert_eq!(cache.get("copy", "k1").expect("absent is fine"), None);
+        cache.put("k1", &results("copy")).expect("write");
+        assert_eq!(
+            cache.get("copy", "k1").expect("read"),
+            Some(results("copy"))
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path().join("cache"))
+            .expect("dir")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(
+            names.len(),
+            1,
+            "no temporary file is left behind: {names:?}"
+        );
+    }
+
+    #[test]
+    fn truncated_foreign_or_misplaced_files_are_distrusted_not_used() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let cache = Cache::new(dir.path());
+        let path = cache.path("copy", "k");
+        let full = results("copy").to_json();
+        std::fs::write(&path, &full[..full.len() / 2]).expect("write");
+        assert!(
+            cache
+                .get("copy", "k")
+                .expect_err("truncated")
+                .reason
+                .contains("not a kernelbook results file")
+        );
+        std::fs::write(
+            &path,
+            full.replace("\"format_version\": 1", "\"format_version\": 99"),
+        )
+        .expect("write");
+        assert!(
+            cache
+                .get("copy", "k")
+                .expect_err("foreign")
+                .reason
+                .contains("format 99")
+        );
+        std::fs::write(&path, results("transpose").to_json()).expect("write");
+        assert!(
+            cache
+                .get("copy", "k")
+                .expect_err("misplaced")
+                .reason
+                .contains("holds lab `transpose`")
+        );
+    }
+
+    #[test]
+    fn stale_kernels_are_found_by_fingerprint() {
+        let mut r = results("copy");
+        let current = kernels("new source");
+        r.variants.push(kernelbook_core::results::VariantResult {
+            name: "scalar".into(),
+            kernel: Some("copy_scalar".into()),
+            source_hash: Some(kernels("old source")["copy_scalar"].source_hash()),
+            compile_flags: vec![],
+            bytes_moved: 0,
+            launch: None,
+            resources: None,
+            outcome: kernelbook_core::results::Outcome::Failed {
+                stage: kernelbook_core::results::FailureStage::Launch,
+                message: String::new(),
+            },
+        });
+        assert_eq!(stale_kernels(&r, &current), vec!["copy_scalar"]);
+        assert!(stale_kernels(&r, &kernels("old source")).is_empty());
+    }
 }

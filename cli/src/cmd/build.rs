@@ -21,7 +21,11 @@ pub struct Args {
 pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
     let project = Project::load(root)?;
-    let mode = if args.recorded { Mode::RecordedOnly } else { Mode::Auto };
+    let mode = if args.recorded {
+        Mode::RecordedOnly
+    } else {
+        Mode::Auto
+    };
     let runner = project.runner(mode);
     let mut book = project.book;
     book.with_preprocessor(KernelbookPreprocessor::new(runner, Box::new(StageLog)));

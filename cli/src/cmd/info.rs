@@ -10,13 +10,27 @@ pub fn run(root: &Path) -> anyhow::Result<ExitCode> {
     match project.runner(Mode::Auto).toolchain() {
         Ok(t) => {
             let d = &t.device;
-            println!("device:   {} ({}, {} SMs, {:.0} MiB L2, {:.1} GiB)", d.name, d.arch, d.sm_count, d.l2_bytes as f64 / 1048576.0, d.memory_bytes as f64 / 1073741824.0);
+            println!(
+                "device:   {} ({}, {} SMs, {:.0} MiB L2, {:.1} GiB)",
+                d.name,
+                d.arch,
+                d.sm_count,
+                d.l2_bytes as f64 / 1048576.0,
+                d.memory_bytes as f64 / 1073741824.0
+            );
             println!("uuid:     {}", d.uuid);
-            println!("memory:   {} MHz × {}-bit bus = {:.0} GB/s theoretical", d.memory_clock_khz / 1000, d.bus_width_bits, d.theoretical_gbs());
+            println!(
+                "memory:   {} MHz × {}-bit bus = {:.0} GB/s theoretical",
+                d.memory_clock_khz / 1000,
+                d.bus_width_bits,
+                d.theoretical_gbs()
+            );
             println!("driver:   {}", t.driver_version);
             println!("compiler: {}", t.compiler_version);
         }
-        Err(why) => println!("no live results on this machine: {why}; `kernelbook build` shows the recorded ones"),
+        Err(why) => println!(
+            "no live results on this machine: {why}; `kernelbook build` shows the recorded ones"
+        ),
     }
     Ok(ExitCode::SUCCESS)
 }

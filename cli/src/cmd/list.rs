@@ -10,7 +10,13 @@ pub fn run(root: &Path) -> anyhow::Result<ExitCode> {
     println!("labs:");
     for lab in project.labs.values() {
         let variants: Vec<&str> = lab.variants.iter().map(|v| v.name.as_str()).collect();
-        println!("  {:<14} {} ({}) — {}", lab.name, lab.title, format_params(&lab.params), variants.join(", "));
+        println!(
+            "  {:<14} {} ({}) — {}",
+            lab.name,
+            lab.title,
+            format_params(&lab.params),
+            variants.join(", ")
+        );
     }
     println!("kernels:");
     for kernel in project.index.kernels.values() {

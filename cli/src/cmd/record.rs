@@ -33,8 +33,17 @@ pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
         let measured = runner.refresh(&lab, &kernels, &mut spinner);
         spinner.finish();
         let results = measured?;
-        crate::table::print(&lab_view(&lab, &LabOutcome::Measured { results: results.clone(), cached: false }));
-        let all_verified = results.variants.iter().all(|v| matches!(v.outcome, Outcome::Measured { .. }));
+        crate::table::print(&lab_view(
+            &lab,
+            &LabOutcome::Measured {
+                results: results.clone(),
+                cached: false,
+            },
+        ));
+        let all_verified = results
+            .variants
+            .iter()
+            .all(|v| matches!(v.outcome, Outcome::Measured { .. }));
         if all_verified {
             runner.recorded().put(&results)?;
             println!("recorded {}\n", runner.recorded().path(name).display());

@@ -34,8 +34,18 @@ pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         kernelbook_runner::store::write_results(path, &results)?;
     }
-    let view = lab_view(&lab, &LabOutcome::Measured { results: results.clone(), cached: false });
+    let view = lab_view(
+        &lab,
+        &LabOutcome::Measured {
+            results: results.clone(),
+            cached: false,
+        },
+    );
     crate::table::print(&view);
     let all_ok = view.rows.iter().all(|row| row.problem.is_none());
-    Ok(if all_ok { ExitCode::SUCCESS } else { ExitCode::from(2) })
+    Ok(if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }

@@ -17,7 +17,11 @@ pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::load(root)?;
     let dir = root.join("kernels");
     let expected = tangle::tangled_files(&project.index);
-    let diff = if args.check { tangle::diff(&dir, &expected)? } else { tangle::write(&dir, &expected)? };
+    let diff = if args.check {
+        tangle::diff(&dir, &expected)?
+    } else {
+        tangle::write(&dir, &expected)?
+    };
     let verb = if args.check { "would" } else { "did" };
     for name in &diff.missing {
         println!("{verb} create kernels/{name}");

@@ -111,9 +111,16 @@ fn probe_ordinal(ordinal: usize) -> Result<(Probe, i32), Unavailable> {
         .map_err(|e| unavailable("the CUDA driver could not open the GPU", e))?;
     let info = device_info(dev)
         .map_err(|e| unavailable("the CUDA driver could not describe the GPU", e))?;
+    let mut driver_version = format_driver_version(version);
+    if let Some(module) = std::fs::read_to_string("/proc/driver/nvidia/version")
+        .ok()
+        .and_then(|text| kernel_module_version(&text))
+    {
+        driver_version = format!("{driver_version} (NVIDIA {module})");
+    }
     let probe = Probe {
         info,
-        driver_version: format_driver_version(version),
+        driver_version,
     };
     Ok((probe, version))
 }
@@ -169,6 +176,15 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, DriverError> {
 }
 
 /// "13.0" from `cuDriverGetVersion`'s 13000 (major × 1000 + minor × 10).
+/// The kernel module's version from `/proc/driver/nvidia/version`: the figure readers know
+/// their driver by ("580.159.04"), beside the CUDA version the driver API reports.
+fn kernel_module_version(text: &str) -> Option<String> {
+    let line = text.lines().find(|l| l.starts_with("NVRM version:"))?;
+    line.split_whitespace()
+        .find(|word| word.chars().next().is_some_and(|c| c.is_ascii_digit()) && word.contains('.'))
+        .map(str::to_string)
+}
+
 fn format_driver_version(version: i32) -> String {
     format!("{}.{}", version / 1000, (version % 1000) / 10)
 }
@@ -936,6 +952,13 @@ impl Compiler for Nvrtc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_the_kernel_module_version() {
+        let text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Tue Oct  7 16:32:12 UTC 2025\nGCC version:  gcc version 12.2.0\n";
+        assert_eq!(kernel_module_version(text).as_deref(), Some("580.159.04"));
+        assert_eq!(kernel_module_version("garbage"), None);
+    }
 
     #[test]
     fn driver_versions_read_as_major_dot_minor() {

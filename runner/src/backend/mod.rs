@@ -7,6 +7,8 @@
 //! ([`cuda`]) implements both through cudarc, loaded at run time.
 
 pub mod cuda;
+#[cfg(test)]
+pub mod fake;
 pub mod ptxas;
 
 use kernelbook_core::results::{DeviceInfo, LaunchShape};

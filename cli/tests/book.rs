@@ -1,0 +1,241 @@
+//! The `kernelbook` binary on the real book and on small broken books, in temp dirs. None of
+//! these needs a GPU; the NVRTC test needs libnvrtc (CI installs it; elsewhere it says it is
+//! skipped).
+
+use kernelbook_core::results::LabResults;
+use kernelbook_runner::backend::cuda;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository: where this test was built, unless `KERNELBOOK_REPO` says otherwise (a test
+/// binary carried to a GPU machine runs in another folder).
+fn repo() -> PathBuf {
+    match std::env::var_os("KERNELBOOK_REPO") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root")
+            .to_path_buf(),
+    }
+}
+
+fn kernelbook(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .output()
+        .expect("run kernelbook")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// A copy of the real book (book.toml, book/, labs/) in a temp dir.
+fn real_book() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(repo().join("book.toml"), dir.path().join("book.toml")).expect("book.toml");
+    copy_dir(&repo().join("book"), &dir.path().join("book"));
+    copy_dir(&repo().join("labs"), &dir.path().join("labs"));
+    dir
+}
+
+#[test]
+fn without_a_gpu_the_real_book_builds_with_the_recorded_tables() {
+    let book = real_book();
+    let no_driver = !cuda::driver_present();
+    let args: &[&str] = if no_driver {
+        &["build"]
+    } else {
+        &["build", "--recorded"]
+    };
+    let output = kernelbook(book.path(), args);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "build failed: {stderr}");
+    if no_driver {
+        let notices: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.contains("no CUDA driver found"))
+            .collect();
+        assert_eq!(notices.len(), 1, "one line says there is no GPU: {stderr}");
+    } else {
+        eprintln!("this machine has a CUDA driver: checked the recorded path with --recorded");
+    }
+    for (lab, page) in [
+        ("bandwidth", "lab1-bandwidth-ceiling.html"),
+        ("transpose", "lab2-transpose.html"),
+    ] {
+        let html =
+            std::fs::read_to_string(book.path().join("target/book").join(page)).expect("page");
+        let recorded =
+            std::fs::read_to_string(repo().join("labs/recorded").join(format!("{lab}.json")))
+                .expect("recorded");
+        let results = LabResults::from_json(&recorded).expect("recorded results parse");
+        assert!(
+            html.contains("kernelbook-recorded"),
+            "{page} shows recorded results"
+        );
+        assert!(html.contains(&results.provenance.device.name));
+        for variant in &results.variants {
+            let gbs = variant
+                .effective_gbs()
+                .expect("recorded variants are measured");
+            assert!(
+                html.contains(&format!("<td>{gbs:.0}</td>")),
+                "{page} shows {} at {gbs:.0} GB/s",
+                variant.name
+            );
+        }
+        assert!(!html.contains("{{#lab"), "no directive is left");
+    }
+}
+
+#[test]
+fn kernels_folder_matches_the_book() {
+    let output = kernelbook(&repo(), &["tangle", "--check"]);
+    assert!(
+        output.status.success(),
+        "kernels/ is out of date; run `cargo run --release -- tangle`:\n{}",
+        text(&output.stdout)
+    );
+}
+
+#[test]
+fn a_duplicate_kernel_is_reported_with_file_and_line() {
+    let book = real_book();
+    let chapter = book.path().join("book/src/lab2-transpose.md");
+    let mut content = std::fs::read_to_string(&chapter).expect("chapter");
+    content.push_str(
+        "\n```cuda kernel=copy_scalar\nextern \"C\" __global__ void copy_scalar() {}\n```\n",
+    );
+    std::fs::write(&chapter, &content).expect("write");
+    let line = content.lines().count() - 2;
+    let output = kernelbook(book.path(), &["build"]);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!("book/src/lab2-transpose.md:{line}: kernel `copy_scalar` is defined twice; the first is at book/src/lab1-bandwidth-ceiling.md:")),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_lab_naming_a_missing_kernel_is_reported_with_the_lab_file_and_line() {
+    let book = real_book();
+    let lab = book.path().join("labs/transpose.toml");
+    let content = std::fs::read_to_string(&lab).expect("lab").replace(
+        "kernel = \"transpose_tiled\"",
+        "kernel = \"transpose_tiles\"",
+    );
+    std::fs::write(&lab, &content).expect("write");
+    let line = content
+        .lines()
+        .position(|l| l.contains("transpose_tiles"))
+        .expect("line")
+        + 1;
+    let output = kernelbook(book.path(), &["build"]);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "labs/transpose.toml:{line}: lab `transpose` names kernel `transpose_tiles`"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_malformed_lab_file_is_reported_with_its_line() {
+    let book = real_book();
+    let lab = book.path().join("labs/bandwidth.toml");
+    let content = std::fs::read_to_string(&lab)
+        .expect("lab")
+        .replace("n = 67108864", "n = \"lots\"");
+    std::fs::write(&lab, &content).expect("write");
+    let line = content
+        .lines()
+        .position(|l| l.contains("lots"))
+        .expect("line")
+        + 1;
+    let output = kernelbook(book.path(), &["list"]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains(&format!("labs/bandwidth.toml:{line}:")),
+        "{}",
+        text(&output.stderr)
+    );
+}
+
+#[test]
+fn nvrtc_compiles_every_kernel_of_the_book_for_hopper() {
+    use kernelbook_runner::backend::{CompileRequest, Compiler};
+    if !cuda::nvrtc_present() {
+        assert!(
+            std::env::var_os("KERNELBOOK_REQUIRE_NVRTC").is_none(),
+            "KERNELBOOK_REQUIRE_NVRTC is set but libnvrtc.so.13 could not be loaded (LD_LIBRARY_PATH?)"
+        );
+        skipped(
+            "SKIPPED nvrtc_compiles_every_kernel_of_the_book_for_hopper: NVRTC is not installed here",
+        );
+        return;
+    }
+    let nvrtc = cuda::Nvrtc::load().expect("nvrtc");
+    let book = mdbook_driver::MDBook::load(repo()).expect("book");
+    let index = mdbook_kernelbook::preprocessor::index_book(&book.book, &book.config.book.src)
+        .expect("index");
+    assert!(index.kernels.len() >= 6, "the book's kernels were found");
+    for kernel in index.kernels.values() {
+        let compiled = nvrtc
+            .compile(&CompileRequest {
+                name: &kernel.name,
+                source: &kernel.source,
+                arch: "sm_90",
+                flags: &[],
+            })
+            .unwrap_or_else(|err| {
+                panic!(
+                    "{} ({}) does not compile: {err}",
+                    kernel.name, kernel.origin
+                )
+            });
+        assert_eq!(
+            &compiled.image[..4],
+            b"\x7fELF",
+            "{}: NVRTC returned a CUBIN",
+            kernel.name
+        );
+        let report = kernelbook_runner::backend::ptxas::parse_report(&compiled.log, &kernel.name);
+        assert!(
+            report.is_some_and(|r| r.registers > 0),
+            "{}: ptxas reported its resources:\n{}",
+            kernel.name,
+            compiled.log
+        );
+    }
+    eprintln!(
+        "{}: compiled {} kernels for sm_90",
+        nvrtc.version(),
+        index.kernels.len()
+    );
+}
+
+/// Says a test was skipped where `cargo test` shows it: writing to stderr directly is not
+/// captured by the test harness the way `eprintln!` is.
+fn skipped(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{message}");
+}

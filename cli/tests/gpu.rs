@@ -1,0 +1,235 @@
+//! GPU tests: they need an NVIDIA GPU with its driver and NVRTC. Without a driver each says it
+//! was skipped and passes, so `cargo test` stays green on machines without a GPU; run them on a
+//! GPU machine (`cargo test -p kernelbook --test gpu -- --nocapture`).
+
+use kernelbook_core::expr::Params;
+use kernelbook_core::results::{FailureStage, Outcome};
+use kernelbook_core::spec::LabSpec;
+use kernelbook_core::{KernelSource, SourceLocation};
+use kernelbook_runner::backend::cuda;
+use kernelbook_runner::measure::{MeasureOptions, Quiet};
+use kernelbook_runner::{LabOutcome, Mode, Runner, RunnerConfig};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+/// One GPU test at a time, so that their timings do not disturb each other.
+static GPU: Mutex<()> = Mutex::new(());
+
+fn gpu_or_skip(test: &str) -> Option<std::sync::MutexGuard<'static, ()>> {
+    if !cuda::driver_present() || cuda::probe().is_err() {
+        skipped(&format!(
+            "SKIPPED {test}: no CUDA driver or GPU on this machine"
+        ));
+        return None;
+    }
+    Some(GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
+}
+
+/// The repository: where this test was built, unless `KERNELBOOK_REPO` says otherwise (a test
+/// binary carried to a GPU machine runs in another folder).
+fn repo() -> PathBuf {
+    match std::env::var_os("KERNELBOOK_REPO") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root")
+            .to_path_buf(),
+    }
+}
+
+fn runner(cache: &Path) -> Runner {
+    Runner::new(RunnerConfig {
+        cache_dir: cache.to_path_buf(),
+        recorded_dir: repo().join("labs/recorded"),
+        mode: Mode::Auto,
+        options: MeasureOptions::default(),
+    })
+}
+
+fn book_kernels() -> BTreeMap<String, KernelSource> {
+    let book = mdbook_driver::MDBook::load(repo()).expect("book");
+    mdbook_kernelbook::preprocessor::index_book(&book.book, &book.config.book.src)
+        .expect("index")
+        .kernels
+}
+
+fn real_lab(name: &str, params: &[(&str, i64)]) -> LabSpec {
+    let lab = LabSpec::load(&repo().join("labs").join(format!("{name}.toml"))).expect("lab");
+    let overrides: Params = params.iter().map(|(k, v)| (k.to_string(), *v)).collect();
+    lab.with_params(&overrides).expect("params")
+}
+
+#[test]
+fn every_variant_of_the_real_labs_is_verified_and_timed() {
+    let Some(_gpu) = gpu_or_skip("every_variant_of_the_real_labs_is_verified_and_timed") else {
+        return;
+    };
+    let cache = tempfile::tempdir().expect("tempdir");
+    let runner = runner(cache.path());
+    let kernels = book_kernels();
+    for lab in [
+        real_lab("bandwidth", &[("n", 1 << 24)]),
+        real_lab("transpose", &[("n", 2048)]),
+    ] {
+        let results = runner
+            .measure(&lab, &kernels, &mut Quiet)
+            .expect("measured");
+        for variant in &results.variants {
+            match &variant.outcome {
+                Outcome::Measured {
+                    summary,
+                    samples_ms,
+                    ..
+                } => {
+                    assert!(
+                        samples_ms.len() >= 10,
+                        "{}: {} samples",
+                        variant.name,
+                        samples_ms.len()
+                    );
+                    assert!(summary.median_ms > 0.0);
+                    eprintln!(
+                        "{}/{}: {:.0} GB/s",
+                        lab.name,
+                        variant.name,
+                        variant.effective_gbs().unwrap_or(0.0)
+                    );
+                }
+                other => panic!("{}/{}: {other:?}", lab.name, variant.name),
+            }
+            if variant.kernel.is_some() {
+                let resources = variant.resources.expect("resources");
+                assert!(resources.registers > 0 && resources.blocks_per_sm > 0);
+            }
+        }
+    }
+}
+
+const TINY_TRANSPOSE: &str = r#"
+name = "tiny"
+title = "Tiny"
+bytes = "2 * n * n * 4"
+[params]
+n = 1024
+[[buffers]]
+name = "in"
+len = "n * n"
+fill = "random"
+[[buffers]]
+name = "out"
+len = "n * n"
+fill = "poison"
+[check]
+reference = "transpose"
+input = "in"
+output = "out"
+rows = "n"
+cols = "n"
+[[variants]]
+name = "v"
+kernel = "k"
+grid = ["n * n / 256"]
+block = [256]
+args = ["out", "in", "n"]
+"#;
+
+fn tiny(source: &str) -> (LabSpec, BTreeMap<String, KernelSource>) {
+    let lab = LabSpec::parse(TINY_TRANSPOSE, Path::new("tiny.toml")).expect("lab");
+    let kernel = KernelSource {
+        name: "k".into(),
+        source: source.into(),
+        origin: SourceLocation {
+            file: "tiny.md".into(),
+            line: 1,
+        },
+    };
+    (lab, BTreeMap::from([("k".to_string(), kernel)]))
+}
+
+const CORRECT: &str = "extern \"C\" __global__ void k(float *out, const float *in, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n * n) out[(i % n) * n + i / n] = in[i];
+}
+";
+
+#[test]
+fn a_wrong_kernel_on_the_gpu_shows_the_first_mismatch() {
+    let Some(_gpu) = gpu_or_skip("a_wrong_kernel_on_the_gpu_shows_the_first_mismatch") else {
+        return;
+    };
+    // A copy, not a transpose: element 0 is right, element 1 is not.
+    let (lab, kernels) = tiny(&CORRECT.replace("out[(i % n) * n + i / n]", "out[i]"));
+    let cache = tempfile::tempdir().expect("tempdir");
+    let results = runner(cache.path())
+        .measure(&lab, &kernels, &mut Quiet)
+        .expect("ran");
+    match &results.variants[0].outcome {
+        Outcome::WrongResult { mismatch } => {
+            assert_eq!(mismatch.index, 1);
+            eprintln!("wrong kernel: {mismatch:?}");
+        }
+        other => panic!("expected a wrong result, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_kernel_that_does_not_compile_fails_alone_with_nvrtcs_message() {
+    let Some(_gpu) = gpu_or_skip("a_kernel_that_does_not_compile_fails_alone_with_nvrtcs_message")
+    else {
+        return;
+    };
+    let (lab, kernels) = tiny(&CORRECT.replace("int i =", "int i = undefined_thing +"));
+    let cache = tempfile::tempdir().expect("tempdir");
+    let results = runner(cache.path())
+        .measure(&lab, &kernels, &mut Quiet)
+        .expect("ran");
+    match &results.variants[0].outcome {
+        Outcome::Failed {
+            stage: FailureStage::Compile,
+            message,
+        } => {
+            assert!(
+                message.contains("k.cu(2)") && message.contains("undefined_thing"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a compile failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn the_cache_serves_a_rebuild_and_an_edit_re_measures() {
+    let Some(_gpu) = gpu_or_skip("the_cache_serves_a_rebuild_and_an_edit_re_measures") else {
+        return;
+    };
+    let cache = tempfile::tempdir().expect("tempdir");
+    let runner = runner(cache.path());
+    let (lab, kernels) = tiny(CORRECT);
+    let first = runner.results_for(&lab, &kernels, &mut Quiet);
+    assert!(
+        matches!(first, LabOutcome::Measured { cached: false, .. }),
+        "{first:?}"
+    );
+    let started = Instant::now();
+    let second = runner.results_for(&lab, &kernels, &mut Quiet);
+    assert!(
+        matches!(second, LabOutcome::Measured { cached: true, .. }),
+        "{second:?}"
+    );
+    eprintln!("cached lookup took {:?}", started.elapsed());
+    let (lab, edited) = tiny(&CORRECT.replace("int i", "const int i"));
+    let third = runner.results_for(&lab, &edited, &mut Quiet);
+    assert!(
+        matches!(third, LabOutcome::Measured { cached: false, .. }),
+        "an edited kernel is measured again"
+    );
+}
+
+/// Says a test was skipped where `cargo test` shows it: writing to stderr directly is not
+/// captured by the test harness the way `eprintln!` is.
+fn skipped(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{message}");
+}

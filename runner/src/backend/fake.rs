@@ -1,0 +1,173 @@
+//! A CPU stand-in for a GPU, for testing the measurement loop without one. Kernels are
+//! recognised by name: `copy*` copies its second argument into its first, `transpose*` transposes
+//! an `n × n` f32 matrix (third argument), a name ending in `skip_last` leaves the last element
+//! unwritten, anything else writes nothing.
+
+use super::*;
+use kernelbook_core::results::DeviceInfo;
+
+#[derive(Debug)]
+pub struct FakeDevice {
+    pub info: DeviceInfo,
+    pub buffers: Vec<Vec<u8>>,
+    pub kernels: Vec<String>,
+    pub flushes: usize,
+    pub timed: usize,
+    pub launches: usize,
+}
+
+impl Default for FakeDevice {
+    fn default() -> Self {
+        FakeDevice {
+            info: DeviceInfo {
+                backend: "fake".into(),
+                name: "Fake GPU".into(),
+                uuid: "GPU-fake".into(),
+                arch: "sm_90".into(),
+                compute_capability: (9, 0),
+                sm_count: 4,
+                l2_bytes: 1 << 20,
+                memory_bytes: 1 << 30,
+                memory_clock_khz: 1_000_000,
+                bus_width_bits: 256,
+                sm_clock_khz: 1_000_000,
+                max_threads_per_sm: 2048,
+                max_shared_bytes_per_block: 49152,
+            },
+            buffers: Vec::new(),
+            kernels: Vec::new(),
+            flushes: 0,
+            timed: 0,
+            launches: 0,
+        }
+    }
+}
+
+impl FakeDevice {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn buffer_arg(&self, args: &[KernelArg], i: usize) -> Result<usize, DeviceError> {
+        match args.get(i) {
+            Some(KernelArg::Buffer(BufferId(id))) if *id < self.buffers.len() => Ok(*id),
+            _ => Err(DeviceError::new(
+                "launch",
+                format!("argument {i} is not a buffer"),
+            )),
+        }
+    }
+}
+
+impl Device for FakeDevice {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+    fn driver_version(&self) -> String {
+        "fake 1.0".into()
+    }
+    fn alloc(&mut self, bytes: usize) -> Result<BufferId, DeviceError> {
+        self.buffers.push(vec![0; bytes]);
+        Ok(BufferId(self.buffers.len() - 1))
+    }
+    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), DeviceError> {
+        self.buffers[buffer.0][..data.len()].copy_from_slice(data);
+        Ok(())
+    }
+    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), DeviceError> {
+        out.copy_from_slice(&self.buffers[buffer.0][..out.len()]);
+        Ok(())
+    }
+    fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError> {
+        self.buffers[buffer.0].fill(byte);
+        Ok(())
+    }
+    fn load(&mut self, kernel: &CompiledKernel) -> Result<(KernelId, LoadedKernel), DeviceError> {
+        self.kernels.push(kernel.name.clone());
+        Ok((
+            KernelId(self.kernels.len() - 1),
+            LoadedKernel {
+                registers: 16,
+                local_bytes: 0,
+                shared_bytes: 0,
+            },
+        ))
+    }
+    fn blocks_per_sm(&self, _: KernelId, block_threads: u32, _: u32) -> Result<u32, DeviceError> {
+        Ok((2048 / block_threads.max(1)).min(32))
+    }
+    fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
+        self.launches += 1;
+        match *op {
+            Op::Copy { dst, src, bytes } => {
+                let data = self.buffers[src.0][..bytes].to_vec();
+                self.buffers[dst.0][..bytes].copy_from_slice(&data);
+            }
+            Op::Launch { kernel, args, .. } => {
+                let name = self.kernels[kernel.0].clone();
+                let (dst, src) = (self.buffer_arg(args, 0)?, self.buffer_arg(args, 1)?);
+                let data = self.buffers[src].clone();
+                let before = self.buffers[dst].clone();
+                if name.starts_with("copy") {
+                    self.buffers[dst].copy_from_slice(&data);
+                } else if name.starts_with("transpose") {
+                    let Some(KernelArg::I32(n)) = args.get(2) else {
+                        return Err(DeviceError::new("launch", "transpose needs n"));
+                    };
+                    let n = *n as usize;
+                    self.buffers[dst] = crate::reference::transpose(&data, n, n, 4);
+                }
+                if name.ends_with("skip_last") {
+                    let end = before.len() - 4;
+                    self.buffers[dst][end..].copy_from_slice(&before[end..]);
+                }
+            }
+        }
+        Ok(())
+    }
+    fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError> {
+        self.run(op)?;
+        self.timed += 1;
+        // A steady 1 ms with a little deterministic jitter.
+        Ok(1.0 + 0.001 * (self.timed % 3) as f64)
+    }
+    fn flush_l2(&mut self) -> Result<(), DeviceError> {
+        self.flushes += 1;
+        Ok(())
+    }
+    fn synchronize(&mut self) -> Result<(), DeviceError> {
+        Ok(())
+    }
+}
+
+/// Compiles anything, except sources containing `#error`, which it rejects with that line.
+#[derive(Debug, Default)]
+pub struct FakeCompiler;
+
+impl Compiler for FakeCompiler {
+    fn version(&self) -> String {
+        "fake compiler".into()
+    }
+    fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledKernel, CompileError> {
+        if let Some((line, text)) = request
+            .source
+            .lines()
+            .enumerate()
+            .find(|(_, l)| l.contains("#error"))
+        {
+            return Err(CompileError::Rejected {
+                log: format!("{}.cu({}): error: {}", request.name, line + 1, text.trim()),
+                options: vec![],
+            });
+        }
+        Ok(CompiledKernel {
+            name: request.name.to_string(),
+            image: Vec::new(),
+            log: format!(
+                "ptxas info    : Function properties for {}\n    8 bytes stack frame, 4 bytes spill stores, 4 bytes spill loads\n",
+                request.name
+            ),
+            options: vec![],
+        })
+    }
+}

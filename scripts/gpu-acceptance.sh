@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs on a GPU machine from the repository root: the GPU tests, the NVRTC test, cold and warm
+# builds, an edit that must re-measure one lab only, and fresh recordings of every lab.
+# Binaries are built elsewhere and carried in: KERNELBOOK (the CLI) and TESTS (a folder holding
+# the `gpu` and `book` test binaries). Everything is written under OUT.
+set -uo pipefail
+KERNELBOOK=${KERNELBOOK:-target/release/kernelbook}
+TESTS=${TESTS:-.device-bin}
+OUT=${OUT:-/tmp/kernelbook-acceptance}
+mkdir -p "$OUT"
+export KERNELBOOK_REPO=$PWD
+
+step() { echo; echo "== $*"; }
+seconds() { date +%s.%N; }
+elapsed() { python3 -c "print(f'{$2 - $1:.2f} s')"; }
+
+step "device" | tee "$OUT/summary.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$OUT/summary.txt"
+"$KERNELBOOK" info 2>&1 | tee -a "$OUT/summary.txt"
+
+step "GPU tests"
+"$TESTS/gpu" --test-threads=1 --nocapture 2>&1 | tee "$OUT/gpu-tests.txt"
+step "NVRTC test"
+"$TESTS/book" nvrtc --nocapture 2>&1 | tee "$OUT/nvrtc-test.txt"
+
+step "cold build (empty cache: measures every lab)"
+rm -rf .kernelbook
+t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$OUT/build-cold.txt"; t1=$(seconds)
+echo "cold build: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
+step "warm build (nothing changed: no GPU work)"
+t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$OUT/build-warm.txt"; t1=$(seconds)
+echo "warm build: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
+step "edit transpose_padded: only the transpose lab is measured again"
+cp book/src/lab2-transpose.md /tmp/lab2.md
+sed -i 's|// the transposed tile.s origin|// the transposed tile origin (edited)|; s|__shared__ float tile\[TILE\]\[TILE + 1\];|__shared__ float tile[TILE][TILE + 1];  /* edited */|' book/src/lab2-transpose.md
+t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$OUT/build-edit.txt"; t1=$(seconds)
+echo "build after one edit: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
+grep -o "lab \`[a-z_]*\`: preparing" "$OUT/build-edit.txt" | sort | uniq -c | tee -a "$OUT/summary.txt"
+cp /tmp/lab2.md book/src/lab2-transpose.md
+
+step "record every lab"
+t0=$(seconds); "$KERNELBOOK" record 2>&1 | tee "$OUT/record.txt"; t1=$(seconds)
+echo "record (all labs, compile included): $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
+cp labs/recorded/*.json "$OUT/"
