@@ -28,6 +28,8 @@ enum Command {
     Run(cmd::run::Args),
     /// Measure labs and write their results to labs/recorded/ (with provenance and raw samples).
     Record(cmd::record::Args),
+    /// Compile one kernel with NVRTC and print its log and resource report (no GPU needed).
+    Compile(cmd::compile::Args),
     /// Write the book's kernels to kernels/NAME.cu (or check that they are up to date).
     Tangle(cmd::tangle::Args),
     /// List the labs and the kernels of the book.
@@ -42,6 +44,7 @@ fn main() -> ExitCode {
         Command::Build(args) => cmd::build::run(&cli.root, args),
         Command::Run(args) => cmd::run::run(&cli.root, args),
         Command::Record(args) => cmd::record::run(&cli.root, args),
+        Command::Compile(args) => cmd::compile::run(&cli.root, args),
         Command::Tangle(args) => cmd::tangle::run(&cli.root, args),
         Command::List => cmd::list::run(&cli.root),
         Command::Info => cmd::info::run(&cli.root),

@@ -106,8 +106,9 @@ pub struct KernelResources {
     pub registers: u32,
     /// Bytes per thread of local memory ("stack frame" plus spills).
     pub local_bytes: u32,
-    pub spill_store_bytes: u32,
-    pub spill_load_bytes: u32,
+    /// Spilled bytes per thread from ptxas' report; `None` when the compiler gave no report.
+    pub spill_store_bytes: Option<u32>,
+    pub spill_load_bytes: Option<u32>,
     /// Static shared memory per block.
     pub shared_bytes: u32,
     pub blocks_per_sm: u32,

@@ -209,7 +209,10 @@ fn row_view(
     };
     if let Some(r) = v.resources {
         row.registers = r.registers.to_string();
-        row.spills = format!("{} B / {} B", r.spill_store_bytes, r.spill_load_bytes);
+        row.spills = match (r.spill_store_bytes, r.spill_load_bytes) {
+            (Some(stores), Some(loads)) => format!("{stores} B / {loads} B"),
+            _ => "not reported".into(),
+        };
         row.shared = format_bytes(
             u64::from(r.shared_bytes) + u64::from(v.launch.map_or(0, |l| l.shared_bytes)),
         );

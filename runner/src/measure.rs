@@ -312,13 +312,13 @@ fn prepare_kernel(
         .blocks_per_sm(kernel, threads, shape.shared_bytes)
         .map_err(|err| (FailureStage::Launch, err.to_string()))?;
     let info = device.info();
-    let report = ptxas::parse_report(&compiled.log, &source.name).unwrap_or_default();
+    let report = ptxas::parse_report(&compiled.log, &source.name);
     let warps_per_sm = (info.max_threads_per_sm / 32).max(1);
     let resources = KernelResources {
         registers: loaded.registers,
         local_bytes: loaded.local_bytes,
-        spill_store_bytes: report.spill_store_bytes,
-        spill_load_bytes: report.spill_load_bytes,
+        spill_store_bytes: report.map(|r| r.spill_store_bytes),
+        spill_load_bytes: report.map(|r| r.spill_load_bytes),
         shared_bytes: loaded.shared_bytes,
         blocks_per_sm,
         occupancy: f64::from(blocks_per_sm * threads.div_ceil(32)) / f64::from(warps_per_sm),

@@ -26,7 +26,11 @@ pub fn run(root: &Path) -> anyhow::Result<ExitCode> {
                 d.theoretical_gbs()
             );
             println!("driver:   {}", t.driver_version);
-            println!("compiler: {}", t.compiler_version);
+            let library = kernelbook_runner::backend::cuda::Nvrtc::load()
+                .ok()
+                .and_then(|nvrtc| nvrtc.library_path())
+                .unwrap_or_else(|| "library path unknown".into());
+            println!("compiler: {} ({library})", t.compiler_version);
         }
         Err(why) => println!(
             "no live results on this machine: {why}; `kernelbook build` shows the recorded ones"

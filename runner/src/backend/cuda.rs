@@ -792,6 +792,26 @@ impl Nvrtc {
             version: format!("NVRTC {major}.{minor}"),
         })
     }
+
+    /// The file the NVRTC library was loaded from, where the platform says (Linux).
+    pub fn library_path(&self) -> Option<String> {
+        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+        loaded_library(&maps, "libnvrtc")
+    }
+}
+
+/// The path of the first mapped file whose name starts with `prefix` in a `/proc/self/maps`
+/// listing.
+fn loaded_library(maps: &str, prefix: &str) -> Option<String> {
+    maps.lines()
+        .filter_map(|line| line.split_whitespace().nth(5))
+        .find(|path| {
+            std::path::Path::new(path)
+                .file_name()
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name.starts_with(prefix) && !name.contains("builtins"))
+        })
+        .map(str::to_string)
 }
 
 /// Every option given to NVRTC: a real architecture (so NVRTC emits a CUBIN, not only PTX),
@@ -952,6 +972,15 @@ impl Compiler for Nvrtc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finds_the_loaded_library_in_the_memory_map() {
+        let maps = "7f00-7f01 r--p 00000000 08:01 1 /usr/lib/libc.so.6\n\
+                    7f02-7f03 r-xp 00000000 08:01 2 /opt/cuda/lib/libnvrtc-builtins.so.13.0\n\
+                    7f04-7f05 r-xp 00000000 08:01 3 /opt/cuda/lib/libnvrtc.so.13\n";
+        assert_eq!(loaded_library(maps, "libnvrtc").as_deref(), Some("/opt/cuda/lib/libnvrtc.so.13"));
+        assert_eq!(loaded_library(maps, "libcuda"), None);
+    }
 
     #[test]
     fn reads_the_kernel_module_version() {
