@@ -39,6 +39,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // SAFETY: first thing in main, before any thread exists.
+    unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Build(args) => cmd::build::run(&cli.root, args),

@@ -80,6 +80,7 @@ pub struct VariantResult {
     pub kernel: Option<String>,
     /// Fingerprint of the kernel source that ran.
     pub source_hash: Option<String>,
+    /// Every option the compiler was given (empty for a builtin).
     pub compile_flags: Vec<String>,
     pub bytes_moved: u64,
     pub launch: Option<LaunchShape>,

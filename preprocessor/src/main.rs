@@ -11,6 +11,8 @@ use std::io::Write;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // SAFETY: first thing in main, before any thread exists.
+    unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
     let args: Vec<String> = std::env::args().skip(1).collect();
     if let [command, renderer] = args.as_slice()
         && command == "supports"

@@ -157,7 +157,7 @@ pub fn measure_lab(
                 .kernel_name()
                 .and_then(|k| kernels.get(k))
                 .map(KernelSource::source_hash),
-            compile_flags: lab.compile_flags.clone(),
+            compile_flags: Vec::new(),
             bytes_moved,
             launch: None,
             resources: None,
@@ -175,7 +175,8 @@ pub fn measure_lab(
                     .get(name)
                     .ok_or_else(|| lab_err(format!("kernel `{name}` is not in the book")))?;
                 match prepare_kernel(lab, variant, source, device, compiler) {
-                    Ok((kernel, shape, resources)) => {
+                    Ok((kernel, shape, resources, options)) => {
+                        result.compile_flags = options;
                         result.launch = Some(shape);
                         result.resources = Some(resources);
                         Ok(Prepared::Kernel { kernel, shape })
@@ -290,7 +291,7 @@ fn prepare_kernel(
     source: &KernelSource,
     device: &mut dyn Device,
     compiler: &dyn Compiler,
-) -> Result<(KernelId, LaunchShape, KernelResources), Failure> {
+) -> Result<(KernelId, LaunchShape, KernelResources, Vec<String>), Failure> {
     let arch = device.info().arch.clone();
     let compiled = compiler
         .compile(&CompileRequest {
@@ -323,7 +324,7 @@ fn prepare_kernel(
         blocks_per_sm,
         occupancy: f64::from(blocks_per_sm * threads.div_ceil(32)) / f64::from(warps_per_sm),
     };
-    Ok((kernel, shape, resources))
+    Ok((kernel, shape, resources, compiled.options))
 }
 
 fn launch_shape(lab: &LabSpec, variant: &VariantSpec) -> Result<LaunchShape, String> {
@@ -540,7 +541,7 @@ args = ["out", "in", "n"]
         let resources = good.resources.expect("resources");
         assert_eq!(
             (resources.spill_store_bytes, resources.blocks_per_sm),
-            (4, 8)
+            (Some(4), 8)
         );
         assert_eq!(
             resources.occupancy, 1.0,

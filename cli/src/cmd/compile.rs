@@ -23,20 +23,25 @@ pub struct Args {
 
 pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::load(root)?;
-    let kernel = project
-        .index
-        .kernels
-        .get(&args.kernel)
-        .ok_or_else(|| anyhow!("the book has no kernel `{}` (see `kernelbook list`)", args.kernel))?;
+    let kernel = project.index.kernels.get(&args.kernel).ok_or_else(|| {
+        anyhow!(
+            "the book has no kernel `{}` (see `kernelbook list`)",
+            args.kernel
+        )
+    })?;
     let nvrtc = Nvrtc::load().map_err(|e| anyhow!("{e}"))?;
     let arch = match args.arch {
         Some(arch) => arch,
-        None => cuda::probe().map(|p| p.info.arch).unwrap_or_else(|_| "sm_90".into()),
+        None => cuda::probe()
+            .map(|p| p.info.arch)
+            .unwrap_or_else(|_| "sm_90".into()),
     };
     println!(
         "{} ({}) compiling `{}` from {} for {arch}",
         nvrtc.version(),
-        nvrtc.library_path().unwrap_or_else(|| "library path unknown".into()),
+        nvrtc
+            .library_path()
+            .unwrap_or_else(|| "library path unknown".into()),
         kernel.name,
         kernel.origin
     );
@@ -61,13 +66,21 @@ pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
                     r.shared_bytes,
                     compiled.image.len()
                 ),
-                None => println!("{}: the log holds no ptxas resource report; {} B of CUBIN", kernel.name, compiled.image.len()),
+                None => println!(
+                    "{}: the log holds no ptxas resource report; {} B of CUBIN",
+                    kernel.name,
+                    compiled.image.len()
+                ),
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(CompileError::Rejected { log, options }) => {
             println!("options: {}", options.join(" "));
-            bail!("`{}` ({}) does not compile:\n{log}", kernel.name, kernel.origin)
+            bail!(
+                "`{}` ({}) does not compile:\n{log}",
+                kernel.name,
+                kernel.origin
+            )
         }
         Err(CompileError::Compiler(message)) => bail!("{message}"),
     }

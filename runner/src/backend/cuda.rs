@@ -41,6 +41,25 @@ const MIN_FLUSH_BYTES: u64 = 64 << 20;
 const MAX_CHECKED_PARAMS: usize = 4096;
 
 /// Whether the CUDA driver library (`libcuda.so.1`) can be loaded.
+/// Turns off the CUDA compute cache (`~/.nv/ComputeCache`) for this process, unless the user
+/// set `CUDA_CACHE_DISABLE` already.
+///
+/// Where a CUDA driver is installed, NVRTC keeps ptxas' output in that cache, and a cache hit
+/// skips ptxas, so its resource report (the spill counts in the launch statistics) goes
+/// missing from the log (seen on an H200 with NVRTC 13.0.88 and driver 580). kernelbook loads
+/// CUBINs, so it gains nothing from the cache; a few milliseconds of ptxas per kernel is the
+/// price of a complete report.
+///
+/// # Safety
+///
+/// Changes the environment: call it before any other thread exists (first thing in `main`).
+pub unsafe fn disable_compute_cache() {
+    if std::env::var_os("CUDA_CACHE_DISABLE").is_none() {
+        // SAFETY: the caller guarantees that no other thread reads or writes the environment.
+        unsafe { std::env::set_var("CUDA_CACHE_DISABLE", "1") };
+    }
+}
+
 pub fn driver_present() -> bool {
     // SAFETY: `is_culib_present` only tries to dlopen the candidate library names and drops
     // them again; it calls no CUDA function and touches no shared state.
@@ -978,7 +997,10 @@ mod tests {
         let maps = "7f00-7f01 r--p 00000000 08:01 1 /usr/lib/libc.so.6\n\
                     7f02-7f03 r-xp 00000000 08:01 2 /opt/cuda/lib/libnvrtc-builtins.so.13.0\n\
                     7f04-7f05 r-xp 00000000 08:01 3 /opt/cuda/lib/libnvrtc.so.13\n";
-        assert_eq!(loaded_library(maps, "libnvrtc").as_deref(), Some("/opt/cuda/lib/libnvrtc.so.13"));
+        assert_eq!(
+            loaded_library(maps, "libnvrtc").as_deref(),
+            Some("/opt/cuda/lib/libnvrtc.so.13")
+        );
         assert_eq!(loaded_library(maps, "libcuda"), None);
     }
 
