@@ -17,7 +17,7 @@ pub fn print(view: &LabView) {
             "variant".to_string(),
             "access pattern".to_string(),
             "GB/s".to_string(),
-            format!("% of {}", view.ceiling_label),
+            "% of ceiling".to_string(),
             "% of peak".to_string(),
             "median".to_string(),
             "spread".to_string(),
@@ -72,6 +72,9 @@ pub fn print(view: &LabView) {
             ]);
         }
         println!("{stats}");
+    }
+    if !view.ceiling_label.is_empty() {
+        println!("ceiling: {}", view.ceiling_label);
     }
     if let Some(p) = &view.provenance {
         println!(

@@ -190,7 +190,7 @@ impl Preprocessor for KernelbookPreprocessor {
                 let caption = format!(
                     "<p class=\"kernelbook-kernel\">Kernel <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.cu</code></p>\n\n",
                     block.kernel.name,
-                    escape_html(&format!("{}", block.kernel.origin.file.display())),
+                    escape_html(&block.kernel.origin.to_string()),
                     block.kernel.name
                 );
                 edits.push((block.range.start..block.range.start, caption));

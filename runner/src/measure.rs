@@ -115,6 +115,12 @@ pub fn measure_lab(
         }
         buffers.insert(spec.name.clone(), (id, spec));
     }
+    let buffer = |name: &str| {
+        buffers
+            .get(name)
+            .copied()
+            .ok_or_else(|| lab_err(format!("the check names buffer `{name}`, which the lab does not define")))
+    };
     // Expected outputs, computed once per distinct check.
     let mut expected_by_check: Vec<(&CheckSpec, Vec<u8>)> = Vec::new();
     let poisoned: Vec<BufferId> = buffers
@@ -129,7 +135,7 @@ pub fn measure_lab(
         let bytes_moved = lab.bytes_moved(variant, &lab.params).map_err(expr_err)?;
         let check = lab.check_for(variant);
         if !expected_by_check.iter().any(|(c, _)| *c == check) {
-            let (input_id, input_spec) = buffers[check.input()];
+            let (input_id, input_spec) = buffer(check.input())?;
             let input = host_inputs
                 .iter()
                 .find(|(id, _)| *id == input_id)
@@ -149,7 +155,7 @@ pub fn measure_lab(
             .find(|(c, _)| *c == check)
             .map(|(_, e)| e.as_slice())
             .unwrap_or_default();
-        let (output_id, output_spec) = buffers[check.output()];
+        let (output_id, output_spec) = buffer(check.output())?;
         let mut result = VariantResult {
             name: variant.name.clone(),
             kernel: variant.kernel_name().map(str::to_string),
