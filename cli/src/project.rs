@@ -7,7 +7,7 @@ use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::measure::MeasureOptions;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_driver::MDBook;
-use mdbook_kernelbook::preprocessor::{check_kernel_refs, index_book, labs_dir, load_labs};
+use mdbook_kernelbook::preprocessor::{Labs, check_kernel_refs, index_book, labs_dir, load_labs};
 use mdbook_kernelbook::scan::BookIndex;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +16,7 @@ pub struct Project {
     pub root: PathBuf,
     pub book: MDBook,
     pub index: BookIndex,
-    pub labs: BTreeMap<String, LabSpec>,
+    pub labs: Labs,
     pub labs_dir: PathBuf,
 }
 
@@ -36,7 +36,7 @@ impl Project {
         })?;
         let labs_dir = labs_dir(root, &book.config)?;
         let labs = load_labs(&labs_dir)?;
-        let errors = check_kernel_refs(&labs, &index);
+        let errors = check_kernel_refs(&labs.ready, &index);
         if !errors.is_empty() {
             bail!("{}", errors.join("\n"));
         }
@@ -60,11 +60,11 @@ impl Project {
 
     /// The lab called `name`, with `overrides` applied to its parameters.
     pub fn lab(&self, name: &str, overrides: &Params) -> anyhow::Result<LabSpec> {
-        let lab = self.labs.get(name).ok_or_else(|| {
-            anyhow!(
-                "there is no lab `{name}` (labs: {})",
-                self.labs.keys().cloned().collect::<Vec<_>>().join(", ")
-            )
+        if self.labs.planned.contains_key(name) {
+            bail!("lab `{name}` is planned: its kernels are not in the book yet");
+        }
+        let lab = self.labs.ready.get(name).ok_or_else(|| {
+            anyhow!("there is no lab `{name}` (labs: {})", self.labs.names().join(", "))
         })?;
         Ok(lab.with_params(overrides)?)
     }

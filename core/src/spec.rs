@@ -42,6 +42,72 @@ pub struct LabSpec {
     text: String,
 }
 
+/// A lab the book already describes whose kernels are not written yet (`planned = true`): it
+/// has a name, a title and a summary, and the book shows that it has no results yet.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlannedLab {
+    pub planned: bool,
+    pub name: String,
+    pub title: String,
+    #[serde(default)]
+    pub summary: String,
+    #[serde(skip)]
+    pub file: PathBuf,
+}
+
+/// Any lab file: ready to run, or planned.
+#[derive(Debug, Clone)]
+pub enum LabFile {
+    Ready(LabSpec),
+    Planned(PlannedLab),
+}
+
+impl LabFile {
+    pub fn name(&self) -> &str {
+        match self {
+            LabFile::Ready(lab) => &lab.name,
+            LabFile::Planned(lab) => &lab.name,
+        }
+    }
+
+    pub fn file(&self) -> &Path {
+        match self {
+            LabFile::Ready(lab) => &lab.file,
+            LabFile::Planned(lab) => &lab.file,
+        }
+    }
+
+    /// Reads a lab file of either kind.
+    pub fn load(path: &Path) -> Result<LabFile, LabError> {
+        let text = std::fs::read_to_string(path).map_err(|err| LabError {
+            file: path.to_path_buf(),
+            line: 1,
+            message: format!("cannot read the lab file: {err}"),
+        })?;
+        LabFile::parse(&text, path)
+    }
+
+    /// Parses a lab file of either kind; `planned = true` marks a planned one.
+    pub fn parse(text: &str, path: &Path) -> Result<LabFile, LabError> {
+        let table: toml::Table = toml::from_str(text).map_err(|err| LabError {
+            file: path.to_path_buf(),
+            line: err.span().map_or(1, |span| line_of_offset(text, span.start)),
+            message: err.message().trim().to_string(),
+        })?;
+        if table.get("planned").and_then(toml::Value::as_bool) != Some(true) {
+            return LabSpec::parse(text, path).map(LabFile::Ready);
+        }
+        let mut lab: PlannedLab = toml::from_str(text).map_err(|err| LabError {
+            file: path.to_path_buf(),
+            line: err.span().map_or(1, |span| line_of_offset(text, span.start)),
+            message: format!("{} (a planned lab has only planned, name, title and summary)", err.message().trim()),
+        })?;
+        lab.file = path.to_path_buf();
+        Ok(LabFile::Planned(lab))
+    }
+}
+
 /// A device buffer of the lab.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -608,6 +674,18 @@ args = ["dst", "src", "n"]
         assert!(parse(&text).expect_err("dup").message.contains("twice"));
         let text = COPY.replace("block = [256]", "block = [0]");
         assert!(parse(&text).expect_err("zero").message.contains("positive"));
+    }
+
+    #[test]
+    fn planned_labs_have_only_a_name_title_and_summary() {
+        let planned = "planned = true\nname = \"strided\"\ntitle = \"Strided sweep\"\n";
+        match LabFile::parse(planned, Path::new("labs/strided.toml")) {
+            Ok(LabFile::Planned(lab)) => assert_eq!((lab.name.as_str(), lab.title.as_str()), ("strided", "Strided sweep")),
+            other => panic!("expected a planned lab, got {other:?}"),
+        }
+        let err = LabFile::parse(&format!("{planned}bytes = 4\n"), Path::new("labs/strided.toml")).expect_err("extra field");
+        assert_eq!(err.line, 4);
+        assert!(matches!(LabFile::parse(COPY, Path::new("labs/copy.toml")), Ok(LabFile::Ready(_))));
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! The mdBook preprocessor: scans the book, loads the labs, gets each lab's results from the
 //! runner and replaces every `{{#lab NAME}}` with the rendered results.
 
-use crate::render::{Templates, lab_view};
+use crate::render::{Templates, lab_view, planned_view};
 use crate::scan::{BookIndex, ScanError};
 use anyhow::{Context, bail};
-use kernelbook_core::spec::LabSpec;
+use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
 use kernelbook_runner::Runner;
 use kernelbook_runner::measure::Progress;
 use mdbook_preprocessor::book::{Book, BookItem};
@@ -52,29 +52,48 @@ pub fn labs_dir(
     Ok(ctx_root.join(dir.unwrap_or_else(|| "labs".into())))
 }
 
+/// The labs of a book, by name: those that run and those only planned so far.
+#[derive(Debug, Clone, Default)]
+pub struct Labs {
+    pub ready: BTreeMap<String, LabSpec>,
+    pub planned: BTreeMap<String, PlannedLab>,
+}
+
+impl Labs {
+    pub fn contains(&self, name: &str) -> bool {
+        self.ready.contains_key(name) || self.planned.contains_key(name)
+    }
+
+    pub fn names(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.ready.keys().chain(self.planned.keys()).map(String::as_str).collect();
+        names.sort_unstable();
+        names
+    }
+}
+
 /// Loads every `*.toml` lab under `dir`, by name.
-pub fn load_labs(dir: &Path) -> anyhow::Result<BTreeMap<String, LabSpec>> {
+pub fn load_labs(dir: &Path) -> anyhow::Result<Labs> {
     let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
         .with_context(|| format!("cannot read the labs folder {}", dir.display()))?
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
         .collect();
     paths.sort();
-    let mut labs = BTreeMap::new();
+    let mut labs = Labs::default();
+    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
     let mut errors = Vec::new();
     for path in paths {
-        match LabSpec::load(&path) {
+        match LabFile::load(&path) {
             Ok(lab) => {
-                if let Some(first) = labs.get(&lab.name).map(|l: &LabSpec| l.file.clone()) {
-                    errors.push(format!(
-                        "{}:1: lab `{}` is also defined in {}",
-                        path.display(),
-                        lab.name,
-                        first.display()
-                    ));
-                } else {
-                    labs.insert(lab.name.clone(), lab);
+                if let Some(first) = seen.get(lab.name()) {
+                    errors.push(format!("{}:1: lab `{}` is also defined in {}", path.display(), lab.name(), first.display()));
+                    continue;
                 }
+                seen.insert(lab.name().to_string(), path.clone());
+                match lab {
+                    LabFile::Ready(lab) => labs.ready.insert(lab.name.clone(), lab).map(drop),
+                    LabFile::Planned(lab) => labs.planned.insert(lab.name.clone(), lab).map(drop),
+                };
             }
             Err(err) => errors.push(err.to_string()),
         }
@@ -133,15 +152,15 @@ impl Preprocessor for KernelbookPreprocessor {
             )
         })?;
         let labs = load_labs(&labs_dir(&ctx.root, &ctx.config)?)?;
-        let mut errors = check_kernel_refs(&labs, &index);
+        let mut errors = check_kernel_refs(&labs.ready, &index);
         for scan in index.chapters.values() {
             for directive in &scan.directives {
-                if !labs.contains_key(&directive.lab) {
+                if !labs.contains(&directive.lab) {
                     errors.push(format!(
                         "{}: there is no lab `{}` (labs: {})",
                         directive.location,
                         directive.lab,
-                        labs.keys().cloned().collect::<Vec<_>>().join(", ")
+                        labs.names().join(", ")
                     ));
                 }
             }
@@ -157,7 +176,13 @@ impl Preprocessor for KernelbookPreprocessor {
                 if rendered.contains_key(&directive.lab) {
                     continue;
                 }
-                let lab = &labs[&directive.lab];
+                let Some(lab) = labs.ready.get(&directive.lab) else {
+                    if let Some(planned) = labs.planned.get(&directive.lab) {
+                        let html = self.templates.render_lab(&planned_view(planned))?;
+                        rendered.insert(directive.lab.clone(), html);
+                    }
+                    continue;
+                };
                 let kernels = index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
                 let outcome = {
                     let mut progress = self

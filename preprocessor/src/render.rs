@@ -5,7 +5,7 @@
 use handlebars::Handlebars;
 use kernelbook_core::bandwidth::percent_of;
 use kernelbook_core::results::{LabResults, Outcome, VariantResult};
-use kernelbook_core::spec::LabSpec;
+use kernelbook_core::spec::{LabSpec, PlannedLab};
 use kernelbook_runner::LabOutcome;
 use serde::Serialize;
 
@@ -68,6 +68,27 @@ pub struct LabView {
     pub provenance: Option<ProvenanceView>,
     pub notes: Vec<String>,
     pub missing: Option<String>,
+}
+
+/// The view of a lab whose kernels are not written yet: it says so, and shows no numbers.
+pub fn planned_view(lab: &PlannedLab) -> LabView {
+    LabView {
+        lab: lab.name.clone(),
+        title: lab.title.clone(),
+        origin_class: "planned".into(),
+        origin: "Planned".into(),
+        ceiling_label: String::new(),
+        rows: Vec::new(),
+        has_launch_stats: false,
+        provenance: None,
+        notes: Vec::new(),
+        missing: Some(format!(
+            "{} is described on this page, but its kernels are not in the book yet, so there is nothing to measure; \
+             its table appears here once they are{}",
+            lab.title,
+            if lab.summary.is_empty() { ".".to_string() } else { format!(". It will measure: {}", lab.summary) }
+        )),
+    }
 }
 
 /// Builds the view of `lab` from where its results came from.

@@ -1,6 +1,6 @@
-//! `kernelbook build`: renders the book through mdBook's library with the kernelbook
-//! preprocessor registered in-process (it replaces book.toml's `[preprocessor.kernelbook]`
-//! command, so no separately installed binary is needed).
+//! `kernelbook build`: renders the book through mdBook's library with the kernelbook, KaTeX and
+//! mermaid preprocessors registered in-process (each replaces the book.toml entry of the same
+//! name, so no separately installed binary is needed).
 
 use crate::project::Project;
 use anyhow::Context;
@@ -29,6 +29,10 @@ pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let runner = project.runner(mode);
     let mut book = project.book;
     book.with_preprocessor(KernelbookPreprocessor::new(runner, Box::new(StageLog)));
+    // Math is rendered to HTML at build time and diagrams by the vendored mermaid script, so the
+    // book needs no network; book.toml configures both.
+    book.with_preprocessor(mdbook_katex::preprocess::KatexProcessor);
+    book.with_preprocessor(mdbook_mermaid::Mermaid);
     book.build().context("building the book")?;
     let out = book.build_dir_for("html");
     println!(

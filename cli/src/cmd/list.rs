@@ -8,15 +8,18 @@ use std::process::ExitCode;
 pub fn run(root: &Path) -> anyhow::Result<ExitCode> {
     let project = Project::load(root)?;
     println!("labs:");
-    for lab in project.labs.values() {
+    for lab in project.labs.ready.values() {
         let variants: Vec<&str> = lab.variants.iter().map(|v| v.name.as_str()).collect();
         println!(
-            "  {:<14} {} ({}) — {}",
+            "  {:<20} {} ({}) — {}",
             lab.name,
             lab.title,
             format_params(&lab.params),
             variants.join(", ")
         );
+    }
+    for lab in project.labs.planned.values() {
+        println!("  {:<20} {} (planned: no kernels yet)", lab.name, lab.title);
     }
     println!("kernels:");
     for kernel in project.index.kernels.values() {

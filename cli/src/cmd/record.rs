@@ -20,7 +20,7 @@ pub struct Args {
 pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::load(root)?;
     let names: Vec<String> = if args.labs.is_empty() {
-        project.labs.keys().cloned().collect()
+        project.labs.ready.keys().cloned().collect()
     } else {
         args.labs
     };
