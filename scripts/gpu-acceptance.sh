@@ -34,12 +34,12 @@ step "warm build (nothing changed: no GPU work)"
 t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$LOGS/build-warm.txt"; t1=$(seconds)
 echo "warm build: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
 step "edit transpose_padded: only the transpose lab is measured again"
-cp book/src/lab2-transpose.md /tmp/lab2.md
-sed -i 's|__shared__ float tile\[TILE\]\[TILE + 1\];|__shared__ float tile[TILE][TILE + 1];  /* edited */|' book/src/lab2-transpose.md
+cp book/src/labs/lab2-transpose.md /tmp/lab2.md
+sed -i 's|__shared__ float tile\[TILE\]\[TILE + 1\];|__shared__ float tile[TILE][TILE + 1];  /* edited */|' book/src/labs/lab2-transpose.md
 t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$LOGS/build-edit.txt"; t1=$(seconds)
 echo "build after one edit: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
 grep -o "lab \`[a-z_]*\`: preparing" "$LOGS/build-edit.txt" | sort | uniq -c | tee -a "$OUT/summary.txt"
-cp /tmp/lab2.md book/src/lab2-transpose.md
+cp /tmp/lab2.md book/src/labs/lab2-transpose.md
 
 step "record every lab"
 t0=$(seconds); "$KERNELBOOK" record 2>&1 | tee "$LOGS/record.txt"; t1=$(seconds)

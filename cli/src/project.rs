@@ -64,7 +64,10 @@ impl Project {
             bail!("lab `{name}` is planned: its kernels are not in the book yet");
         }
         let lab = self.labs.ready.get(name).ok_or_else(|| {
-            anyhow!("there is no lab `{name}` (labs: {})", self.labs.names().join(", "))
+            anyhow!(
+                "there is no lab `{name}` (labs: {})",
+                self.labs.names().join(", ")
+            )
         })?;
         Ok(lab.with_params(overrides)?)
     }

@@ -76,8 +76,8 @@ fn without_a_gpu_the_real_book_builds_with_the_recorded_tables() {
         eprintln!("this machine has a CUDA driver: checked the recorded path with --recorded");
     }
     for (lab, page) in [
-        ("bandwidth", "lab1-bandwidth-ceiling.html"),
-        ("transpose", "lab2-transpose.html"),
+        ("bandwidth", "labs/lab1-bandwidth-ceiling.html"),
+        ("transpose", "labs/lab2-transpose.html"),
     ] {
         let html =
             std::fs::read_to_string(book.path().join("target/book").join(page)).expect("page");
@@ -117,7 +117,7 @@ fn kernels_folder_matches_the_book() {
 #[test]
 fn a_duplicate_kernel_is_reported_with_file_and_line() {
     let book = real_book();
-    let chapter = book.path().join("book/src/lab2-transpose.md");
+    let chapter = book.path().join("book/src/labs/lab2-transpose.md");
     let mut content = std::fs::read_to_string(&chapter).expect("chapter");
     content.push_str(
         "\n```cuda kernel=copy_scalar\nextern \"C\" __global__ void copy_scalar() {}\n```\n",
@@ -128,7 +128,7 @@ fn a_duplicate_kernel_is_reported_with_file_and_line() {
     assert!(!output.status.success());
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains(&format!("book/src/lab2-transpose.md:{line}: kernel `copy_scalar` is defined twice; the first is at book/src/lab1-bandwidth-ceiling.md:")),
+        stderr.contains(&format!("book/src/labs/lab2-transpose.md:{line}: kernel `copy_scalar` is defined twice; the first is at book/src/labs/lab1-bandwidth-ceiling.md:")),
         "{stderr}"
     );
 }

@@ -59,7 +59,7 @@ pub struct PlannedLab {
 /// Any lab file: ready to run, or planned.
 #[derive(Debug, Clone)]
 pub enum LabFile {
-    Ready(LabSpec),
+    Ready(Box<LabSpec>),
     Planned(PlannedLab),
 }
 
@@ -92,16 +92,23 @@ impl LabFile {
     pub fn parse(text: &str, path: &Path) -> Result<LabFile, LabError> {
         let table: toml::Table = toml::from_str(text).map_err(|err| LabError {
             file: path.to_path_buf(),
-            line: err.span().map_or(1, |span| line_of_offset(text, span.start)),
+            line: err
+                .span()
+                .map_or(1, |span| line_of_offset(text, span.start)),
             message: err.message().trim().to_string(),
         })?;
         if table.get("planned").and_then(toml::Value::as_bool) != Some(true) {
-            return LabSpec::parse(text, path).map(LabFile::Ready);
+            return LabSpec::parse(text, path).map(|lab| LabFile::Ready(Box::new(lab)));
         }
         let mut lab: PlannedLab = toml::from_str(text).map_err(|err| LabError {
             file: path.to_path_buf(),
-            line: err.span().map_or(1, |span| line_of_offset(text, span.start)),
-            message: format!("{} (a planned lab has only planned, name, title and summary)", err.message().trim()),
+            line: err
+                .span()
+                .map_or(1, |span| line_of_offset(text, span.start)),
+            message: format!(
+                "{} (a planned lab has only planned, name, title and summary)",
+                err.message().trim()
+            ),
         })?;
         lab.file = path.to_path_buf();
         Ok(LabFile::Planned(lab))
@@ -680,12 +687,22 @@ args = ["dst", "src", "n"]
     fn planned_labs_have_only_a_name_title_and_summary() {
         let planned = "planned = true\nname = \"strided\"\ntitle = \"Strided sweep\"\n";
         match LabFile::parse(planned, Path::new("labs/strided.toml")) {
-            Ok(LabFile::Planned(lab)) => assert_eq!((lab.name.as_str(), lab.title.as_str()), ("strided", "Strided sweep")),
+            Ok(LabFile::Planned(lab)) => assert_eq!(
+                (lab.name.as_str(), lab.title.as_str()),
+                ("strided", "Strided sweep")
+            ),
             other => panic!("expected a planned lab, got {other:?}"),
         }
-        let err = LabFile::parse(&format!("{planned}bytes = 4\n"), Path::new("labs/strided.toml")).expect_err("extra field");
+        let err = LabFile::parse(
+            &format!("{planned}bytes = 4\n"),
+            Path::new("labs/strided.toml"),
+        )
+        .expect_err("extra field");
         assert_eq!(err.line, 4);
-        assert!(matches!(LabFile::parse(COPY, Path::new("labs/copy.toml")), Ok(LabFile::Ready(_))));
+        assert!(matches!(
+            LabFile::parse(COPY, Path::new("labs/copy.toml")),
+            Ok(LabFile::Ready(_))
+        ));
     }
 
     #[test]

@@ -65,7 +65,12 @@ impl Labs {
     }
 
     pub fn names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self.ready.keys().chain(self.planned.keys()).map(String::as_str).collect();
+        let mut names: Vec<&str> = self
+            .ready
+            .keys()
+            .chain(self.planned.keys())
+            .map(String::as_str)
+            .collect();
         names.sort_unstable();
         names
     }
@@ -86,12 +91,17 @@ pub fn load_labs(dir: &Path) -> anyhow::Result<Labs> {
         match LabFile::load(&path) {
             Ok(lab) => {
                 if let Some(first) = seen.get(lab.name()) {
-                    errors.push(format!("{}:1: lab `{}` is also defined in {}", path.display(), lab.name(), first.display()));
+                    errors.push(format!(
+                        "{}:1: lab `{}` is also defined in {}",
+                        path.display(),
+                        lab.name(),
+                        first.display()
+                    ));
                     continue;
                 }
                 seen.insert(lab.name().to_string(), path.clone());
                 match lab {
-                    LabFile::Ready(lab) => labs.ready.insert(lab.name.clone(), lab).map(drop),
+                    LabFile::Ready(lab) => labs.ready.insert(lab.name.clone(), *lab).map(drop),
                     LabFile::Planned(lab) => labs.planned.insert(lab.name.clone(), lab).map(drop),
                 };
             }

@@ -86,7 +86,11 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
             "{} is described on this page, but its kernels are not in the book yet, so there is nothing to measure; \
              its table appears here once they are{}",
             lab.title,
-            if lab.summary.is_empty() { ".".to_string() } else { format!(". It will measure: {}", lab.summary) }
+            if lab.summary.is_empty() {
+                ".".to_string()
+            } else {
+                format!(". It will measure: {}", lab.summary)
+            }
         )),
     }
 }

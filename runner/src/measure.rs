@@ -116,10 +116,11 @@ pub fn measure_lab(
         buffers.insert(spec.name.clone(), (id, spec));
     }
     let buffer = |name: &str| {
-        buffers
-            .get(name)
-            .copied()
-            .ok_or_else(|| lab_err(format!("the check names buffer `{name}`, which the lab does not define")))
+        buffers.get(name).copied().ok_or_else(|| {
+            lab_err(format!(
+                "the check names buffer `{name}`, which the lab does not define"
+            ))
+        })
     };
     // Expected outputs, computed once per distinct check.
     let mut expected_by_check: Vec<(&CheckSpec, Vec<u8>)> = Vec::new();
