@@ -240,3 +240,62 @@ fn skipped(message: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{message}");
 }
+
+#[test]
+fn an_edit_that_breaks_a_kernel_shows_the_compiler_message_at_the_markdown_line() {
+    if !cuda::nvrtc_present() {
+        assert!(
+            std::env::var_os("KERNELBOOK_REQUIRE_NVRTC").is_none(),
+            "KERNELBOOK_REQUIRE_NVRTC is set but NVRTC could not be loaded"
+        );
+        skipped(
+            "SKIPPED an_edit_that_breaks_a_kernel_shows_the_compiler_message_at_the_markdown_line: NVRTC is not installed here",
+        );
+        return;
+    }
+    let book = real_book();
+    let chapter = book.path().join("book/src/labs/lab2-transpose.md");
+    let content = std::fs::read_to_string(&chapter).expect("chapter");
+    // Break the tiled kernel (its first `__syncthreads();`) with an undefined name.
+    let broken = content.replacen(
+        "    __syncthreads();\n",
+        "    __syncthreads(); undefined_name = 1;\n",
+        1,
+    );
+    assert_ne!(broken, content);
+    let line = broken
+        .lines()
+        .position(|l| l.contains("undefined_name"))
+        .expect("line")
+        + 1;
+    std::fs::write(&chapter, &broken).expect("write");
+
+    // Without --strict the book builds, and the chapter shows the message at the markdown line.
+    let output = kernelbook(book.path(), &["build", "--recorded"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let html = std::fs::read_to_string(book.path().join("target/book/labs/lab2-transpose.html"))
+        .expect("page");
+    let location = format!(
+        "book/src/labs/lab2-transpose.md:{line}: error: identifier \"undefined_name\" is undefined"
+    );
+    assert!(html.contains(&location), "the page shows {location}");
+    assert!(html.contains("kernelbook-problem"));
+    let other = std::fs::read_to_string(
+        book.path()
+            .join("target/book/labs/lab1-bandwidth-ceiling.html"),
+    )
+    .expect("page");
+    assert!(
+        other.contains("kernelbook-results"),
+        "the rest of the book still builds"
+    );
+
+    // With --strict the build fails with the same message.
+    let output = kernelbook(book.path(), &["build", "--recorded", "--strict"]);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!("book/src/labs/lab2-transpose.md:{line}: error: identifier \"undefined_name\" is undefined")),
+        "{stderr}"
+    );
+}

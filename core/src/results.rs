@@ -155,6 +155,18 @@ pub enum FailureStage {
     Timing,
 }
 
+impl FailureStage {
+    /// The stage in words, for messages.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FailureStage::Compile => "compiling",
+            FailureStage::Load => "loading the kernel",
+            FailureStage::Launch => "the launch",
+            FailureStage::Timing => "timing",
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ResultsError {
     #[error("not a kernelbook results file: {0}")]

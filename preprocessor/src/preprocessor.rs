@@ -22,6 +22,7 @@ pub struct KernelbookPreprocessor {
     runner: Runner,
     templates: Templates,
     progress: Mutex<Box<dyn Progress + Send>>,
+    strict: bool,
 }
 
 impl std::fmt::Debug for KernelbookPreprocessor {
@@ -38,7 +39,15 @@ impl KernelbookPreprocessor {
             runner,
             templates: Templates::new(),
             progress: Mutex::new(progress),
+            strict: false,
         }
+    }
+
+    /// Fails the build on any kernel that did not compile, run or verify, instead of showing
+    /// the problem in the chapter (also `strict = true` in book.toml).
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
+        self
     }
 }
 
@@ -179,6 +188,12 @@ impl Preprocessor for KernelbookPreprocessor {
             bail!("{}", errors.join("\n"));
         }
 
+        let strict = self.strict
+            || ctx
+                .config
+                .get::<bool>(&format!("preprocessor.{NAME}.strict"))?
+                .unwrap_or(false);
+        let mut failures = Vec::new();
         // Each lab the book shows is measured (or looked up) once, however often it is shown.
         let mut rendered: BTreeMap<String, String> = BTreeMap::new();
         for scan in index.chapters.values() {
@@ -201,12 +216,26 @@ impl Preprocessor for KernelbookPreprocessor {
                         .map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
                     self.runner.results_for(lab, &kernels, progress.as_mut())
                 };
+                let view = lab_view(lab, &outcome);
+                failures.extend(
+                    view.failures()
+                        .into_iter()
+                        .map(|f| format!("{}: {f}", directive.location)),
+                );
                 let html = self
                     .templates
-                    .render_lab(&lab_view(lab, &outcome))
+                    .render_lab(&view)
                     .with_context(|| format!("rendering lab `{}`", lab.name))?;
                 rendered.insert(directive.lab.clone(), html);
             }
+        }
+
+        if strict && !failures.is_empty() {
+            bail!(
+                "strict mode: {} problem(s)\n{}",
+                failures.len(),
+                failures.join("\n")
+            );
         }
 
         book.for_each_mut(|item| {

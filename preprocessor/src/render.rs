@@ -4,7 +4,7 @@
 
 use handlebars::Handlebars;
 use kernelbook_core::bandwidth::percent_of;
-use kernelbook_core::results::{LabResults, Outcome, VariantResult};
+use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
 use kernelbook_core::spec::{LabSpec, PlannedLab};
 use kernelbook_runner::LabOutcome;
 use serde::Serialize;
@@ -53,6 +53,13 @@ pub struct ProvenanceView {
     pub seed: u64,
 }
 
+/// Something wrong with a lab that needs more room than a table cell: a compiler message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProblemView {
+    pub title: String,
+    pub detail: String,
+}
+
 /// Everything a lab's section shows.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LabView {
@@ -67,7 +74,34 @@ pub struct LabView {
     pub has_launch_stats: bool,
     pub provenance: Option<ProvenanceView>,
     pub notes: Vec<String>,
+    pub problems: Vec<ProblemView>,
     pub missing: Option<String>,
+}
+
+impl LabView {
+    /// What `--strict` fails the build on: every variant that did not give a verified result,
+    /// every compiler message, and missing results (a planned lab is not a failure).
+    pub fn failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        if let (Some(why), false) = (&self.missing, self.origin_class == "planned") {
+            failures.push(format!("lab `{}`: no results: {why}", self.lab));
+        }
+        for row in &self.rows {
+            if let Some(problem) = &row.problem {
+                failures.push(format!(
+                    "lab `{}`, {}: {} {problem}",
+                    self.lab, row.label, row.status
+                ));
+            }
+        }
+        for problem in &self.problems {
+            failures.push(format!(
+                "lab `{}`: {}\n{}",
+                self.lab, problem.title, problem.detail
+            ));
+        }
+        failures
+    }
 }
 
 /// The view of a lab whose kernels are not written yet: it says so, and shows no numbers.
@@ -82,6 +116,7 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
         has_launch_stats: false,
         provenance: None,
         notes: Vec::new(),
+        problems: Vec::new(),
         missing: Some(format!(
             "{} is described on this page, but its kernels are not in the book yet, so there is nothing to measure; \
              its table appears here once they are{}",
@@ -97,6 +132,7 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
 
 /// Builds the view of `lab` from where its results came from.
 pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
+    let mut problems = Vec::new();
     let (results, origin_class, origin, mut notes) = match outcome {
         LabOutcome::Measured { results, cached } => (
             results,
@@ -112,7 +148,15 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
             results,
             why,
             stale_kernels,
+            compile_errors,
         } => {
+            problems.extend(compile_errors.iter().map(|p| ProblemView {
+                title: format!(
+                    "{} no longer compiles (checked with NVRTC; no GPU ran it)",
+                    p.kernel
+                ),
+                detail: p.message.clone(),
+            }));
             let mut notes = vec![format!("These are recorded results: {why}.")];
             if !stale_kernels.is_empty() {
                 notes.push(format!(
@@ -133,6 +177,7 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
                 has_launch_stats: false,
                 provenance: None,
                 notes: Vec::new(),
+                problems: Vec::new(),
                 missing: Some(why.clone()),
             };
         }
@@ -171,6 +216,21 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
             _ => 0,
         })
         .sum();
+    for variant in &results.variants {
+        if let Outcome::Failed {
+            stage: FailureStage::Compile,
+            message,
+        } = &variant.outcome
+        {
+            problems.push(ProblemView {
+                title: format!(
+                    "{} did not compile",
+                    variant.kernel.as_deref().unwrap_or(&variant.name)
+                ),
+                detail: message.clone(),
+            });
+        }
+    }
     let p = &results.provenance;
     LabView {
         lab: lab.name.clone(),
@@ -196,6 +256,7 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
             seed: p.input_seed,
         }),
         notes,
+        problems,
         missing: None,
     }
 }
@@ -263,11 +324,16 @@ fn row_view(
                 mismatch.index, mismatch.expected, mismatch.actual, mismatch.count
             ));
         }
+        Outcome::Failed {
+            stage: FailureStage::Compile,
+            ..
+        } => {
+            row.status = "ERROR".into();
+            row.problem = Some("did not compile: the compiler's message is below the table".into());
+        }
         Outcome::Failed { stage, message } => {
             row.status = "ERROR".into();
-            row.problem = Some(
-                format!("{stage:?} failed: {message}").replace("Compile failed", "did not compile"),
-            );
+            row.problem = Some(format!("{} failed: {message}", stage.describe()));
         }
     }
     row

@@ -52,6 +52,7 @@ fn recorded_results_render_as_the_golden_table() {
         results: fixture_results(),
         why: "no CUDA driver found".into(),
         stale_kernels: vec![],
+        compile_errors: vec![],
     };
     let html = Templates::new()
         .render_lab(&lab_view(&fixture_lab(), &outcome))
@@ -109,7 +110,11 @@ fn failures_show_the_reason_and_no_bandwidth_and_everything_is_escaped() {
         ))
         .expect("render");
     assert!(html.contains("<strong>FAIL</strong>: wrong result at index 8191: expected 0.25, got NaN (3 of the elements differ)"));
-    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("<pre>transpose_tiled.cu(3): error: expected a &quot;;&quot; near &lt;script&gt;alert(1)&lt;/script&gt;</pre>"), "{html}");
+    assert!(
+        html.contains("did not compile: the compiler&#x27;s message is below the table"),
+        "{html}"
+    );
     assert!(!html.contains("<script>"));
     assert!(html.contains("GPU &lt;b&gt;&amp;&lt;/b&gt;"));
     assert!(html.contains("cached from an earlier build"));
@@ -136,6 +141,7 @@ fn stale_recordings_are_flagged() {
             results: fixture_results(),
             why: "no CUDA driver found".into(),
             stale_kernels: vec!["transpose_tiled".into()],
+            compile_errors: vec![],
         },
     );
     assert!(

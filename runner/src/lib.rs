@@ -27,9 +27,10 @@
 //! ```
 
 pub mod backend;
+pub mod diagnostics;
 pub mod measure;
 pub mod reference;
 pub mod runner;
 pub mod store;
 
-pub use runner::{LabOutcome, Mode, RunError, Runner, RunnerConfig};
+pub use runner::{KernelProblem, LabOutcome, Mode, RunError, Runner, RunnerConfig};

@@ -308,7 +308,10 @@ fn prepare_kernel(
             flags: &lab.compile_flags,
         })
         .map_err(|err| match err {
-            CompileError::Rejected { log, .. } => (FailureStage::Compile, log),
+            CompileError::Rejected { log, .. } => (
+                FailureStage::Compile,
+                crate::diagnostics::map_compile_log(&log, source),
+            ),
             CompileError::Compiler(message) => (FailureStage::Compile, message),
         })?;
     let (kernel, loaded) = device
@@ -585,7 +588,7 @@ args = ["out", "in", "n"]
         match &results.variant("broken").expect("broken").outcome {
             Outcome::Failed { stage, message } => {
                 assert_eq!(*stage, FailureStage::Compile);
-                assert_eq!(message, "broken.cu(2): error: #error this does not compile");
+                assert_eq!(message, "lab.md:2: error: #error this does not compile");
             }
             other => panic!("expected a compile failure, got {other:?}"),
         }

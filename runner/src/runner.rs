@@ -42,9 +42,19 @@ pub enum LabOutcome {
         why: String,
         /// Kernels edited since the recording: their rows show older code's numbers.
         stale_kernels: Vec<String>,
+        /// Edited kernels that no longer compile (checked with NVRTC when it is present, even
+        /// without a GPU), with the compiler's message in markdown coordinates.
+        compile_errors: Vec<KernelProblem>,
     },
     /// Neither live nor recorded results exist.
     Missing { why: String },
+}
+
+/// A kernel and what is wrong with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelProblem {
+    pub kernel: String,
+    pub message: String,
 }
 
 /// Why a fresh measurement could not be made.
@@ -225,11 +235,21 @@ impl Runner {
         why: String,
     ) -> LabOutcome {
         match self.recorded.get(&lab.name) {
-            Ok(Some(results)) => LabOutcome::Recorded {
-                stale_kernels: store::stale_kernels(&results, kernels),
-                results,
-                why,
-            },
+            Ok(Some(results)) => {
+                let stale_kernels = store::stale_kernels(&results, kernels);
+                let arch = results.provenance.device.arch.clone();
+                LabOutcome::Recorded {
+                    compile_errors: self.compile_check(
+                        &stale_kernels,
+                        kernels,
+                        &arch,
+                        &lab.compile_flags,
+                    ),
+                    stale_kernels,
+                    results,
+                    why,
+                }
+            }
             Ok(None) => LabOutcome::Missing {
                 why: format!(
                     "{why}, and no recorded results exist at {}",
@@ -246,6 +266,48 @@ impl Runner {
                 }
             }
         }
+    }
+
+    /// Compiles the kernels edited since their recording, so that an author without a GPU still
+    /// learns when an edit broke one. Quietly does nothing without NVRTC.
+    fn compile_check(
+        &self,
+        names: &[String],
+        kernels: &BTreeMap<String, KernelSource>,
+        arch: &str,
+        flags: &[String],
+    ) -> Vec<KernelProblem> {
+        if names.is_empty() {
+            return Vec::new();
+        }
+        let Ok(nvrtc) = Nvrtc::load() else {
+            return Vec::new();
+        };
+        names
+            .iter()
+            .filter_map(|name| kernels.get(name))
+            .filter_map(|kernel| {
+                let request = crate::backend::CompileRequest {
+                    name: &kernel.name,
+                    source: &kernel.source,
+                    arch,
+                    flags,
+                };
+                match nvrtc.compile(&request) {
+                    Ok(_) => None,
+                    Err(crate::backend::CompileError::Rejected { log, .. }) => {
+                        Some(KernelProblem {
+                            kernel: kernel.name.clone(),
+                            message: crate::diagnostics::map_compile_log(&log, kernel),
+                        })
+                    }
+                    Err(crate::backend::CompileError::Compiler(message)) => Some(KernelProblem {
+                        kernel: kernel.name.clone(),
+                        message,
+                    }),
+                }
+            })
+            .collect()
     }
 
     fn tell_unavailable(&self, why: &str) {

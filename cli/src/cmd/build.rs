@@ -16,6 +16,10 @@ pub struct Args {
     /// Show the recorded results even if this machine has a GPU.
     #[arg(long)]
     recorded: bool,
+    /// Fail the build when a kernel does not compile, run or verify, instead of showing the
+    /// problem in the chapter (book.toml: `strict = true` under `[preprocessor.kernelbook]`).
+    #[arg(long)]
+    strict: bool,
 }
 
 pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
@@ -28,7 +32,9 @@ pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
     };
     let runner = project.runner(mode);
     let mut book = project.book;
-    book.with_preprocessor(KernelbookPreprocessor::new(runner, Box::new(StageLog)));
+    book.with_preprocessor(
+        KernelbookPreprocessor::new(runner, Box::new(StageLog)).strict(args.strict),
+    );
     // Math is rendered to HTML at build time and diagrams by the vendored mermaid script, so the
     // book needs no network; book.toml configures both.
     book.with_preprocessor(mdbook_katex::preprocess::KatexProcessor);
