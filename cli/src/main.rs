@@ -41,6 +41,9 @@ enum Command {
 fn main() -> ExitCode {
     // SAFETY: first thing in main, before any thread exists.
     unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
+    if std::env::args().nth(1).as_deref() == Some(kernelbook_runner::isolate::CHILD_ARG) {
+        return kernelbook_runner::isolate::child_main();
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Build(args) => cmd::build::run(&cli.root, args),

@@ -55,6 +55,9 @@ impl Project {
             recorded_dir: self.labs_dir.join("recorded"),
             mode,
             options: MeasureOptions::default(),
+            // Each lab runs in a child process of this program: a kernel that faults or hangs
+            // cannot take the build down.
+            isolation: std::env::current_exe().ok(),
         })
     }
 

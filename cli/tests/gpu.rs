@@ -45,7 +45,181 @@ fn runner(cache: &Path) -> Runner {
         recorded_dir: repo().join("labs/recorded"),
         mode: Mode::Auto,
         options: MeasureOptions::default(),
+        isolation: None,
     })
+}
+
+/// A runner that measures in child processes of the kernelbook binary, as `kernelbook build`
+/// does.
+fn isolated_runner(cache: &Path) -> Runner {
+    let carried = repo().join("target/release/kernelbook");
+    let exe = if carried.exists() {
+        carried
+    } else {
+        PathBuf::from(env!("CARGO_BIN_EXE_kernelbook"))
+    };
+    Runner::new(RunnerConfig {
+        isolation: Some(exe),
+        ..runner(cache).config().clone()
+    })
+}
+
+/// Writes a lab file with the given variants (kernel name → extra TOML) over an `n × n`
+/// transpose, and returns it loaded, with the kernels.
+fn lab_on_disk(
+    dir: &Path,
+    extra: &str,
+    variants: &[(&str, &str)],
+) -> (LabSpec, BTreeMap<String, KernelSource>) {
+    let mut text = TINY_TRANSPOSE
+        .split("[[variants]]")
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    text = text.replacen("[params]", &format!("{extra}\n[params]"), 1);
+    let mut kernels = BTreeMap::new();
+    for (name, source) in variants {
+        text.push_str(&format!(
+            "[[variants]]\nname = \"{name}\"\nkernel = \"{name}\"\ngrid = [\"n * n / 256\"]\nblock = [256]\nargs = [\"out\", \"in\", \"n\"]\n"
+        ));
+        kernels.insert(
+            name.to_string(),
+            KernelSource {
+                name: name.to_string(),
+                source: source.to_string(),
+                origin: SourceLocation {
+                    file: "faults.md".into(),
+                    line: 1,
+                },
+            },
+        );
+    }
+    let path = dir.join("faults.toml");
+    std::fs::write(&path, text).expect("lab file");
+    (LabSpec::load(&path).expect("lab"), kernels)
+}
+
+fn kernel(name: &str, body: &str) -> String {
+    format!(
+        "extern \"C\" __global__ void {name}(float *out, const float *in, int n) {{\n    int i = blockIdx.x * blockDim.x + threadIdx.x;\n    {body}\n}}\n"
+    )
+}
+
+const TRANSPOSE_BODY: &str = "if (i < n * n) out[(i % n) * n + i / n] = in[i];";
+
+#[test]
+fn a_faulting_kernel_is_contained_and_the_others_still_measure() {
+    let Some(_gpu) = gpu_or_skip("a_faulting_kernel_is_contained_and_the_others_still_measure")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let oob = kernel("oob", "out[i + (1ll << 36)] = in[i];");
+    let trap = kernel(
+        "trap",
+        "if (i == 7) __trap(); if (i < n * n) out[(i % n) * n + i / n] = in[i];",
+    );
+    let misaligned = kernel(
+        "misaligned",
+        "if (i < n * n) *(float *)((char *)out + 1 + 4 * i) = in[i];",
+    );
+    let before = kernel("before", TRANSPOSE_BODY);
+    let after = kernel("after", TRANSPOSE_BODY);
+    let (lab, kernels) = lab_on_disk(
+        dir.path(),
+        "",
+        &[
+            ("before", &before),
+            ("oob", &oob),
+            ("trap", &trap),
+            ("misaligned", &misaligned),
+            ("after", &after),
+        ],
+    );
+    let results = isolated_runner(dir.path())
+        .measure(&lab, &kernels, &mut Quiet)
+        .expect("the lab survives");
+    for variant in &results.variants {
+        eprintln!(
+            "{}: {:?}",
+            variant.name,
+            match &variant.outcome {
+                Outcome::Measured { summary, .. } =>
+                    format!("measured, median {:.4} ms", summary.median_ms),
+                Outcome::Failed { stage, message } => format!("{stage:?}: {message}"),
+                Outcome::WrongResult { mismatch } => format!("wrong at {}", mismatch.index),
+            }
+        );
+    }
+    let outcome = |name: &str| &results.variant(name).expect("variant").outcome;
+    assert!(matches!(outcome("before"), Outcome::Measured { .. }));
+    assert!(
+        matches!(outcome("after"), Outcome::Measured { .. }),
+        "a fault does not poison the next variant"
+    );
+    for name in ["oob", "trap", "misaligned"] {
+        assert!(
+            matches!(outcome(name), Outcome::Failed { .. }),
+            "{name} fails, and says why"
+        );
+    }
+}
+
+#[test]
+fn a_hanging_kernel_is_stopped_at_the_labs_time_limit() {
+    let Some(_gpu) = gpu_or_skip("a_hanging_kernel_is_stopped_at_the_labs_time_limit") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let hang = kernel(
+        "hang",
+        "volatile int *flag = (volatile int *)out; while (flag[0] == flag[0]) { }",
+    );
+    let after = kernel("after", TRANSPOSE_BODY);
+    let (lab, kernels) = lab_on_disk(
+        dir.path(),
+        "timeout_s = 5",
+        &[("hang", &hang), ("after", &after)],
+    );
+    let started = Instant::now();
+    let results = isolated_runner(dir.path())
+        .measure(&lab, &kernels, &mut Quiet)
+        .expect("the lab survives");
+    let took = started.elapsed();
+    eprintln!("hang lab took {took:?}");
+    match &results.variant("hang").expect("hang").outcome {
+        Outcome::Failed {
+            stage: FailureStage::Timeout,
+            message,
+        } => eprintln!("hang: {message}"),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+    assert!(matches!(
+        results.variant("after").expect("after").outcome,
+        Outcome::Measured { .. }
+    ));
+    assert!(took.as_secs() < 60, "stopped promptly: {took:?}");
+}
+
+#[test]
+fn a_lab_larger_than_device_memory_says_so() {
+    let Some(_gpu) = gpu_or_skip("a_lab_larger_than_device_memory_says_so") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (lab, kernels) = lab_on_disk(dir.path(), "", &[("fits", &kernel("fits", TRANSPOSE_BODY))]);
+    let huge = lab
+        .with_params(&Params::from([("n".to_string(), 1i64 << 20)]))
+        .expect("params");
+    let err = isolated_runner(dir.path())
+        .measure(&huge, &kernels, &mut Quiet)
+        .expect_err("too big");
+    let message = err.to_string();
+    eprintln!("{message}");
+    assert!(
+        message.contains("lab `tiny`") && message.contains("GiB free of"),
+        "{message}"
+    );
 }
 
 fn book_kernels() -> BTreeMap<String, KernelSource> {

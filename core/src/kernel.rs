@@ -19,7 +19,7 @@ impl fmt::Display for SourceLocation {
 }
 
 /// One CUDA kernel block of the book: the exact text the reader sees and the runner compiles.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelSource {
     /// The name from the info string (` ```cuda kernel=NAME `), also the `extern "C"` entry point.
     pub name: String,

@@ -153,6 +153,10 @@ pub enum FailureStage {
     Load,
     Launch,
     Timing,
+    /// The process running the variant died (a fault the driver could not report).
+    Crash,
+    /// The variant ran past the lab's time limit and was stopped.
+    Timeout,
 }
 
 impl FailureStage {
@@ -163,6 +167,8 @@ impl FailureStage {
             FailureStage::Load => "loading the kernel",
             FailureStage::Launch => "the launch",
             FailureStage::Timing => "timing",
+            FailureStage::Crash => "the process running it",
+            FailureStage::Timeout => "the time limit",
         }
     }
 }

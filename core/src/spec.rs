@@ -32,6 +32,10 @@ pub struct LabSpec {
     /// Extra NVRTC flags for every kernel of the lab.
     #[serde(default)]
     pub compile_flags: Vec<String>,
+    /// Seconds a variant may run (compile, check and timing together) before it is stopped as
+    /// hung; 120 unless the lab says otherwise.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
     pub buffers: Vec<BufferSpec>,
     pub check: CheckSpec,
     pub variants: Vec<VariantSpec>,
@@ -323,6 +327,11 @@ impl LabSpec {
         }
         lab.validate()?;
         Ok(lab)
+    }
+
+    /// The time limit per variant.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout_s.unwrap_or(120))
     }
 
     pub fn variant(&self, name: &str) -> Option<&VariantSpec> {

@@ -14,6 +14,9 @@ fn main() -> ExitCode {
     // SAFETY: first thing in main, before any thread exists.
     unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(kernelbook_runner::isolate::CHILD_ARG) {
+        return kernelbook_runner::isolate::child_main();
+    }
     if let [command, renderer] = args.as_slice()
         && command == "supports"
     {
@@ -46,6 +49,7 @@ fn run() -> anyhow::Result<()> {
             Mode::Auto
         },
         options: MeasureOptions::default(),
+        isolation: std::env::current_exe().ok(),
     });
     let preprocessor =
         KernelbookPreprocessor::new(runner, Box::new(kernelbook_runner::measure::StageLog));

@@ -18,6 +18,7 @@
 //!     recorded_dir: "labs/recorded".into(),
 //!     mode: Mode::Auto,
 //!     options: MeasureOptions::default(),
+//!     isolation: None,
 //! });
 //! match runner.results_for(&lab, &kernels, &mut Quiet) {
 //!     LabOutcome::Measured { results, .. } => println!("{} variants measured", results.variants.len()),
@@ -28,6 +29,7 @@
 
 pub mod backend;
 pub mod diagnostics;
+pub mod isolate;
 pub mod measure;
 pub mod reference;
 pub mod runner;

@@ -15,17 +15,25 @@ use kernelbook_core::results::{
 };
 use kernelbook_core::spec::{ArgSpec, Builtin, CheckSpec, Fill, LabSpec, ScalarType, VariantSpec};
 use kernelbook_core::stats::{StoppingRule, Summary};
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// Knobs of one measurement.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct MeasureOptions {
     pub rule: StoppingRule,
     /// Untimed runs of each variant before sampling.
     pub warmup_runs: usize,
     /// Seed of the random input; `None` draws a fresh one.
     pub seed: Option<u64>,
+    /// Measure only these variants (by name); all when `None`.
+    #[serde(default)]
+    pub only: Option<Vec<String>>,
+    /// Stop after the first variant that hit a device error: a CUDA context that saw a fault
+    /// is unusable, so the rest must run in a fresh process.
+    #[serde(default)]
+    pub stop_after_device_error: bool,
 }
 
 impl Default for MeasureOptions {
@@ -34,6 +42,8 @@ impl Default for MeasureOptions {
             rule: StoppingRule::default(),
             warmup_runs: 3,
             seed: None,
+            only: None,
+            stop_after_device_error: false,
         }
     }
 }
@@ -41,8 +51,13 @@ impl Default for MeasureOptions {
 /// Progress reports for a terminal or a log. Every method has a quiet default.
 pub trait Progress {
     fn stage(&mut self, _message: &str) {}
+    /// Variant `index` of `total` starts.
     fn variant(&mut self, _index: usize, _total: usize, _name: &str) {}
     fn samples(&mut self, _count: usize) {}
+    /// The device, compiler and input are known; measuring begins.
+    fn begin(&mut self, _provenance: &Provenance) {}
+    /// A variant is done (measured, wrong or failed).
+    fn finished(&mut self, _result: &VariantResult) {}
 }
 
 /// Reports nothing.
@@ -94,12 +109,34 @@ pub fn measure_lab(
         "lab `{}`: preparing buffers and the CPU reference",
         lab.name
     ));
-    let mut buffers = BTreeMap::new();
-    let mut host_inputs = Vec::new();
+    let mut lengths = Vec::with_capacity(lab.buffers.len());
     for spec in &lab.buffers {
         let len = usize::try_from(spec.len.eval(&lab.params).map_err(expr_err)?)
             .map_err(|_| lab_err(format!("buffer `{}` has a negative length", spec.name)))?;
-        let bytes = len * spec.elem.size();
+        let bytes = len
+            .checked_mul(spec.elem.size())
+            .ok_or_else(|| lab_err(format!("buffer `{}` is too large to address", spec.name)))?;
+        lengths.push((len, bytes));
+    }
+    let needed: u64 = lengths.iter().map(|(_, bytes)| *bytes as u64).sum();
+    let (free, total) = device
+        .memory()
+        .map_err(|err| lab_err(format!("cannot read the GPU's free memory: {err}")))?;
+    if needed > free {
+        let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+        return Err(lab_err(format!(
+            "its buffers need {:.2} GiB of device memory, and {} has {:.2} GiB free of {:.2} GiB; \
+             lower its size (kernelbook run {} --set ...)",
+            gib(needed),
+            device.info().name,
+            gib(free),
+            gib(total),
+            lab.name
+        )));
+    }
+    let mut buffers = BTreeMap::new();
+    let mut host_inputs = Vec::new();
+    for (spec, (len, bytes)) in lab.buffers.iter().zip(lengths) {
         let id = device.alloc(bytes).map_err(|err| {
             lab_err(format!(
                 "cannot allocate buffer `{}` ({:.1} MiB): {err}",
@@ -130,8 +167,17 @@ pub fn measure_lab(
         .map(|(id, _)| *id)
         .collect();
 
+    let mut provenance = provenance(device, compiler, options, seed);
+    progress.begin(&provenance);
     let mut variants = Vec::with_capacity(lab.variants.len());
     for (index, variant) in lab.variants.iter().enumerate() {
+        if options
+            .only
+            .as_ref()
+            .is_some_and(|only| !only.contains(&variant.name))
+        {
+            continue;
+        }
         progress.variant(index, lab.variants.len(), &variant.name);
         let bytes_moved = lab.bytes_moved(variant, &lab.params).map_err(expr_err)?;
         let check = lab.check_for(variant);
@@ -205,6 +251,7 @@ pub fn measure_lab(
             Ok(prepared) => prepared,
             Err((stage, message)) => {
                 result.outcome = Outcome::Failed { stage, message };
+                progress.finished(&result);
                 variants.push(result);
                 continue;
             }
@@ -213,6 +260,7 @@ pub fn measure_lab(
 
         // Verify on fresh inputs with every output poisoned, then time.
         let mut actual = vec![0u8; expected.len()];
+        let mut device_error = false;
         result.outcome = match verify_and_time(
             device,
             &op,
@@ -226,42 +274,64 @@ pub fn measure_lab(
             progress,
         ) {
             Ok(outcome) => outcome,
-            Err(err) => Outcome::Failed {
-                stage: FailureStage::Launch,
-                message: err.to_string(),
-            },
+            Err(err) => {
+                device_error = true;
+                Outcome::Failed {
+                    stage: FailureStage::Launch,
+                    message: err.to_string(),
+                }
+            }
         };
+        progress.finished(&result);
         variants.push(result);
+        if device_error && options.stop_after_device_error {
+            break;
+        }
     }
 
-    let info = device.info().clone();
-    let l2_mib = info.l2_bytes as f64 / (1 << 20) as f64;
+    provenance.measured_at = now_rfc3339();
+    provenance.wall_seconds = started.elapsed().as_secs_f64();
     Ok(LabResults {
         format_version: FORMAT_VERSION,
         lab: lab.name.clone(),
         params: lab.params.clone(),
-        provenance: Provenance {
-            driver_version: device.driver_version(),
-            compiler_version: compiler.version(),
-            runner_version: env!("CARGO_PKG_VERSION").to_string(),
-            measured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-                .to_string(),
-            wall_seconds: started.elapsed().as_secs_f64(),
-            input_seed: seed,
-            timing_method: format!(
-                "device events around each launch; L2 ({l2_mib:.0} MiB) flushed before every sample; \
-                 {} warm-up runs; at least {} samples and {} ms of kernel time, until the mean is \
-                 known to {:.1} %",
-                options.warmup_runs,
-                options.rule.min_samples,
-                options.rule.min_gpu_ms,
-                options.rule.target_rel_error * 100.0
-            ),
-            device: info,
-        },
+        provenance,
         ceiling: lab.ceiling.clone(),
         variants,
     })
+}
+
+pub(crate) fn now_rfc3339() -> String {
+    humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
+}
+
+/// Where and how this measurement is made (the date and duration are filled in at the end).
+fn provenance(
+    device: &dyn Device,
+    compiler: &dyn Compiler,
+    options: &MeasureOptions,
+    seed: u64,
+) -> Provenance {
+    let info = device.info().clone();
+    let l2_mib = info.l2_bytes as f64 / (1 << 20) as f64;
+    Provenance {
+        driver_version: device.driver_version(),
+        compiler_version: compiler.version(),
+        runner_version: env!("CARGO_PKG_VERSION").to_string(),
+        measured_at: now_rfc3339(),
+        wall_seconds: 0.0,
+        input_seed: seed,
+        timing_method: format!(
+            "device events around each launch; L2 ({l2_mib:.0} MiB) flushed before every sample; \
+             {} warm-up runs; at least {} samples and {} ms of kernel time, until the mean is \
+             known to {:.1} %",
+            options.warmup_runs,
+            options.rule.min_samples,
+            options.rule.min_gpu_ms,
+            options.rule.target_rel_error * 100.0
+        ),
+        device: info,
+    }
 }
 
 enum Prepared {
@@ -319,6 +389,8 @@ fn prepare_kernel(
         .map_err(|err| (FailureStage::Load, err.to_string()))?;
     let shape = launch_shape(lab, variant).map_err(|message| (FailureStage::Launch, message))?;
     let threads = shape.threads_per_block();
+    check_limits(device.info(), &shape, loaded.shared_bytes)
+        .map_err(|message| (FailureStage::Launch, message))?;
     let blocks_per_sm = device
         .blocks_per_sm(kernel, threads, shape.shared_bytes)
         .map_err(|err| (FailureStage::Launch, err.to_string()))?;
@@ -335,6 +407,31 @@ fn prepare_kernel(
         occupancy: f64::from(blocks_per_sm * threads.div_ceil(32)) / f64::from(warps_per_sm),
     };
     Ok((kernel, shape, resources, compiled.options))
+}
+
+/// Refuses launches the device cannot run, with the limit named, before the driver answers
+/// with a bare "invalid value".
+fn check_limits(
+    info: &kernelbook_core::results::DeviceInfo,
+    shape: &LaunchShape,
+    static_shared: u32,
+) -> Result<(), String> {
+    const MAX_THREADS_PER_BLOCK: u32 = 1024;
+    let threads = shape.threads_per_block();
+    if threads > MAX_THREADS_PER_BLOCK {
+        return Err(format!(
+            "a block of {threads} threads is more than the {MAX_THREADS_PER_BLOCK} a block may have"
+        ));
+    }
+    let shared = u64::from(static_shared) + u64::from(shape.shared_bytes);
+    if shared > info.max_shared_bytes_per_block {
+        return Err(format!(
+            "the kernel needs {shared} bytes of shared memory per block ({static_shared} static + {} dynamic); \
+             {} allows at most {} per block",
+            shape.shared_bytes, info.name, info.max_shared_bytes_per_block
+        ));
+    }
+    Ok(())
 }
 
 fn launch_shape(lab: &LabSpec, variant: &VariantSpec) -> Result<LaunchShape, String> {
@@ -619,5 +716,102 @@ args = ["out", "in", "n"]
             a.buffers[0], b.buffers[0],
             "different seeds, different inputs"
         );
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+    use crate::backend::fake::{FakeCompiler, FakeDevice};
+    use kernelbook_core::SourceLocation;
+    use std::path::Path;
+
+    fn lab(n: i64, shared_bytes: u32) -> LabSpec {
+        let text = format!(
+            r#"
+name = "big"
+title = "Big"
+bytes = "2 * n * 4"
+[params]
+n = {n}
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+[[variants]]
+name = "copy"
+kernel = "copy"
+grid = [1]
+block = [256]
+shared_bytes = {shared_bytes}
+args = ["dst", "src", "n"]
+"#
+        );
+        LabSpec::parse(&text, Path::new("labs/big.toml")).expect("lab")
+    }
+
+    fn run(lab: &LabSpec) -> Result<LabResults, MeasureError> {
+        let kernels = BTreeMap::from([(
+            "copy".to_string(),
+            KernelSource {
+                name: "copy".into(),
+                source: "ok".into(),
+                origin: SourceLocation {
+                    file: "a.md".into(),
+                    line: 1,
+                },
+            },
+        )]);
+        let options = MeasureOptions {
+            seed: Some(1),
+            ..MeasureOptions::default()
+        };
+        measure_lab(
+            lab,
+            &kernels,
+            &mut FakeDevice::new(),
+            &FakeCompiler,
+            &options,
+            &mut Quiet,
+        )
+    }
+
+    #[test]
+    fn a_lab_larger_than_free_memory_names_the_lab_and_the_limit() {
+        // 2 buffers of 2^28 floats: 2 GiB on a fake GPU with 1 GiB.
+        let err = run(&lab(1 << 28, 0)).expect_err("too big");
+        let message = err.to_string();
+        assert!(
+            message.starts_with("lab `big`: its buffers need 2.00 GiB"),
+            "{message}"
+        );
+        assert!(
+            message.contains("Fake GPU has 1.00 GiB free of 1.00 GiB"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn more_shared_memory_than_a_block_may_have_is_refused_with_the_limit() {
+        let results = run(&lab(1024, 65536)).expect("measured");
+        match &results.variants[0].outcome {
+            Outcome::Failed {
+                stage: FailureStage::Launch,
+                message,
+            } => assert_eq!(
+                message,
+                "the kernel needs 65536 bytes of shared memory per block (0 static + 65536 dynamic); \
+                 Fake GPU allows at most 49152 per block"
+            ),
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 }

@@ -29,6 +29,10 @@ pub struct RunnerConfig {
     pub recorded_dir: PathBuf,
     pub mode: Mode,
     pub options: MeasureOptions,
+    /// Measure in child processes of this executable (which must answer
+    /// [`isolate::CHILD_ARG`](crate::isolate::CHILD_ARG)), so that a faulting or hanging kernel
+    /// cannot take the caller down; in-process when `None`.
+    pub isolation: Option<PathBuf>,
 }
 
 /// A lab's results and where they came from.
@@ -198,6 +202,21 @@ impl Runner {
         kernels: &BTreeMap<String, KernelSource>,
         progress: &mut dyn Progress,
     ) -> Result<LabResults, RunError> {
+        if let Some(exe) = &self.config.isolation {
+            // The parent only needs to know that a GPU is there; the child opens it.
+            self.toolchain().map_err(RunError::Unavailable)?;
+            progress.stage(&format!(
+                "lab `{}`: measuring in a separate process",
+                lab.name
+            ));
+            return crate::isolate::measure_isolated(
+                exe,
+                lab,
+                kernels,
+                &self.config.options,
+                progress,
+            );
+        }
         self.with_gpu(|gpu| {
             if gpu.device.is_none() {
                 progress.stage("opening the GPU");

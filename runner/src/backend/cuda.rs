@@ -251,7 +251,14 @@ fn driver_error(operation: &'static str, error: DriverError) -> DeviceError {
 }
 
 fn unavailable(context: &str, error: DriverError) -> Unavailable {
-    Unavailable::Driver(format!("{context}: {}", driver_message(&error)))
+    let hint = match error.0 {
+        CUresult::CUDA_ERROR_DEVICE_UNAVAILABLE => {
+            " (the GPU is busy: another process holds it in exclusive compute mode)"
+        }
+        CUresult::CUDA_ERROR_OUT_OF_MEMORY => " (another process is using the GPU's memory)",
+        _ => "",
+    };
+    Unavailable::Driver(format!("{context}: {}{hint}", driver_message(&error)))
 }
 
 /// A loaded kernel.
@@ -565,6 +572,14 @@ impl Device for CudaDevice {
 
     fn driver_version(&self) -> String {
         self.driver_version.clone()
+    }
+
+    fn memory(&self) -> Result<(u64, u64), DeviceError> {
+        let (free, total) = self
+            .ctx
+            .mem_get_info()
+            .map_err(|e| driver_error("memory info", e))?;
+        Ok((free as u64, total as u64))
     }
 
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, DeviceError> {

@@ -66,6 +66,10 @@ impl Device for FakeDevice {
     fn driver_version(&self) -> String {
         "fake 1.0".into()
     }
+    fn memory(&self) -> Result<(u64, u64), DeviceError> {
+        let used: u64 = self.buffers.iter().map(|b| b.len() as u64).sum();
+        Ok((self.info.memory_bytes - used, self.info.memory_bytes))
+    }
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, DeviceError> {
         self.buffers.push(vec![0; bytes]);
         Ok(BufferId(self.buffers.len() - 1))

@@ -78,6 +78,8 @@ pub trait Device {
     fn info(&self) -> &DeviceInfo;
     /// The driver's version, e.g. "13.0".
     fn driver_version(&self) -> String;
+    /// Free and total device memory in bytes.
+    fn memory(&self) -> Result<(u64, u64), DeviceError>;
     fn alloc(&mut self, bytes: usize) -> Result<BufferId, DeviceError>;
     fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), DeviceError>;
     fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), DeviceError>;
