@@ -209,7 +209,7 @@ fn a_lab_larger_than_device_memory_says_so() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (lab, kernels) = lab_on_disk(dir.path(), "", &[("fits", &kernel("fits", TRANSPOSE_BODY))]);
     let huge = lab
-        .with_params(&Params::from([("n".to_string(), 1i64 << 20)]))
+        .with_params(&Params::from([("n".to_string(), 1i64 << 18)]))
         .expect("params");
     let err = isolated_runner(dir.path())
         .measure(&huge, &kernels, &mut Quiet)
@@ -365,7 +365,7 @@ fn a_kernel_that_does_not_compile_fails_alone_with_nvrtcs_message() {
             message,
         } => {
             assert!(
-                message.contains("k.cu(2)") && message.contains("undefined_thing"),
+                message.starts_with("tiny.md:2: error: identifier \"undefined_thing\" is undefined"),
                 "{message}"
             );
         }

@@ -489,9 +489,9 @@ impl LabSpec {
                         let value = dim.eval(&self.params).map_err(|err| {
                             here(format!("variant `{}`: {what}: {err}", variant.name))
                         })?;
-                        if value <= 0 || value > i64::from(u32::MAX) {
+                        if value <= 0 || value > i64::from(i32::MAX) {
                             return Err(here(format!(
-                                "variant `{}`: {what} dimension `{dim}` is {value}; it must be positive",
+                                "variant `{}`: {what} dimension `{dim}` is {value}; it must be between 1 and 2147483647",
                                 variant.name
                             )));
                         }
@@ -689,7 +689,7 @@ args = ["dst", "src", "n"]
         let text = COPY.replace("name = \"scalar\"", "name = \"memcpy\"");
         assert!(parse(&text).expect_err("dup").message.contains("twice"));
         let text = COPY.replace("block = [256]", "block = [0]");
-        assert!(parse(&text).expect_err("zero").message.contains("positive"));
+        assert!(parse(&text).expect_err("zero").message.contains("between 1 and"));
     }
 
     #[test]
