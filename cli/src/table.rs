@@ -23,6 +23,18 @@ pub fn print(view: &LabView) {
             "spread".to_string(),
         ]);
     for row in &view.rows {
+        if let Some(reason) = &row.unavailable {
+            table.add_row(vec![
+                row.label.clone(),
+                row.access.clone(),
+                "n/a".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                format!("not present: {reason}"),
+            ]);
+            continue;
+        }
         match &row.problem {
             Some(problem) => table.add_row(vec![
                 row.label.clone(),

@@ -148,6 +148,7 @@ fn a_faulting_kernel_is_contained_and_the_others_still_measure() {
                     format!("measured, median {:.4} ms", summary.median_ms),
                 Outcome::Failed { stage, message } => format!("{stage:?}: {message}"),
                 Outcome::WrongResult { mismatch } => format!("wrong at {}", mismatch.index),
+                Outcome::Unavailable { reason } => format!("unavailable: {reason}"),
             }
         );
     }
@@ -270,6 +271,9 @@ fn every_variant_of_the_real_labs_is_verified_and_timed() {
                         variant.name,
                         variant.effective_gbs().unwrap_or(0.0)
                     );
+                }
+                Outcome::Unavailable { reason } => {
+                    eprintln!("{}/{}: peer not present: {reason}", lab.name, variant.name)
                 }
                 other => panic!("{}/{}: {other:?}", lab.name, variant.name),
             }

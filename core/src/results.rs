@@ -45,6 +45,16 @@ pub struct Provenance {
     pub input_seed: u64,
     /// How samples were timed, in words.
     pub timing_method: String,
+    /// GPU clocks read right after the last sample, where the driver reports them (the book
+    /// never changes clocks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clocks: Option<Clocks>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Clocks {
+    pub sm_mhz: u32,
+    pub memory_mhz: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -86,6 +96,9 @@ pub struct VariantResult {
     pub launch: Option<LaunchShape>,
     pub resources: Option<KernelResources>,
     pub outcome: Outcome,
+    /// What a peer was, where it ran (e.g. "cuBLAS 13.0 geam", "torch 2.11.0").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub implementation: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -135,6 +148,8 @@ pub enum Outcome {
         stage: FailureStage,
         message: String,
     },
+    /// A peer (a vendor library, PyTorch) that is not installed on this machine.
+    Unavailable { reason: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -266,6 +281,7 @@ pub(crate) mod tests {
                 noisy: false,
                 samples_ms: vec![median_ms],
             },
+            implementation: None,
         }
     }
 
@@ -283,6 +299,7 @@ pub(crate) mod tests {
                 wall_seconds: 1.0,
                 input_seed: 7,
                 timing_method: "events".into(),
+                clocks: None,
             },
             ceiling: Some("memcpy".into()),
             variants: vec![

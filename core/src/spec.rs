@@ -206,12 +206,29 @@ impl CheckSpec {
     }
 }
 
-/// Operations the runner provides itself, as peers of the course's kernels.
+/// Operations the runner provides itself, as peers of the course's kernels. Each takes
+/// `args = [dst, src]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Builtin {
-    /// The driver's device-to-device copy; `args = [dst, src]`.
+    /// The driver's device-to-device copy.
     Memcpy,
+    /// The vendor BLAS's transpose (cuBLAS `geam`), where the library is installed; the
+    /// variant's check must be a transpose, which gives the shape.
+    LibraryTranspose,
+    /// PyTorch's `x.t().contiguous()`, where a `python3` with torch is found; likewise.
+    TorchTranspose,
+}
+
+impl Builtin {
+    /// The name lab files use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Builtin::Memcpy => "memcpy",
+            Builtin::LibraryTranspose => "library_transpose",
+            Builtin::TorchTranspose => "torch_transpose",
+        }
+    }
 }
 
 /// One row of the lab's table: a kernel of the book or a builtin.
@@ -501,7 +518,7 @@ impl LabSpec {
                     self.check_expr(bytes, "shared_bytes")?;
                 }
             }
-            (None, Some(Builtin::Memcpy)) => {
+            (None, Some(builtin)) => {
                 let buffers: Vec<_> = variant
                     .args
                     .iter()
@@ -509,7 +526,17 @@ impl LabSpec {
                     .collect();
                 if variant.args.len() != 2 || buffers.len() != 2 {
                     return Err(here(format!(
-                        "builtin memcpy (variant `{}`) takes `args = [dst, src]`, two buffers",
+                        "builtin {} (variant `{}`) takes `args = [dst, src]`, two buffers",
+                        builtin.name(),
+                        variant.name
+                    )));
+                }
+                if builtin != Builtin::Memcpy
+                    && !matches!(self.check_for(variant), CheckSpec::Transpose { .. })
+                {
+                    return Err(here(format!(
+                        "builtin {} (variant `{}`) needs a transpose check, which gives the matrix's shape",
+                        builtin.name(),
                         variant.name
                     )));
                 }

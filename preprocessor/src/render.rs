@@ -21,6 +21,8 @@ pub struct RowView {
     /// "ok", "FAIL" (wrong result) or "ERROR" (did not run).
     pub status: String,
     pub problem: Option<String>,
+    /// Why a peer was not measured here (it is not installed): not a failure.
+    pub unavailable: Option<String>,
     pub gbs: String,
     pub pct_ceiling: String,
     pub pct_peak: String,
@@ -202,6 +204,22 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         .iter()
         .map(|v| row_view(lab, results, v, ceiling, peak))
         .collect();
+    let peers: Vec<String> = results
+        .variants
+        .iter()
+        .filter(|v| v.kernel.is_none() && !matches!(lab.variant(&v.name).and_then(|s| s.builtin), Some(kernelbook_core::spec::Builtin::Memcpy)))
+        .map(|v| {
+            let label = lab.variant(&v.name).map_or(v.name.as_str(), |s| s.label());
+            match (&v.outcome, &v.implementation) {
+                (Outcome::Unavailable { reason }, _) => format!("{label}: not present ({reason})"),
+                (_, Some(implementation)) => format!("{label}: {implementation}"),
+                (_, None) => format!("{label}: present"),
+            }
+        })
+        .collect();
+    if !peers.is_empty() {
+        notes.push(format!("Peers on this machine — {}.", peers.join("; ")));
+    }
     if rows.iter().any(|r| r.noisy) {
         notes.push(
             "A result marked noisy had a relative spread above 5 %: treat its figure with care."
@@ -277,6 +295,7 @@ fn row_view(
         kernel: v.kernel.clone(),
         status: "ok".into(),
         problem: None,
+        unavailable: None,
         gbs: dash(),
         pct_ceiling: dash(),
         pct_peak: dash(),
@@ -323,6 +342,10 @@ fn row_view(
                 "wrong result at index {}: expected {}, got {} ({} of the elements differ); no time is reported",
                 mismatch.index, mismatch.expected, mismatch.actual, mismatch.count
             ));
+        }
+        Outcome::Unavailable { reason } => {
+            row.status = "n/a".into();
+            row.unavailable = Some(reason.clone());
         }
         Outcome::Failed {
             stage: FailureStage::Compile,

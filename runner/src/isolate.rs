@@ -230,6 +230,7 @@ pub fn measure_isolated(
                             launch: None,
                             resources: None,
                             outcome: Outcome::Failed { stage, message },
+                            implementation: None,
                             name,
                         },
                     );

@@ -31,6 +31,7 @@ pub mod backend;
 pub mod diagnostics;
 pub mod isolate;
 pub mod measure;
+pub mod peers;
 pub mod reference;
 pub mod runner;
 pub mod store;

@@ -218,6 +218,7 @@ pub fn measure_lab(
                 stage: FailureStage::Launch,
                 message: String::new(),
             },
+            implementation: None,
         };
 
         // Resolve the operation: a compiled kernel or a builtin.
@@ -245,6 +246,42 @@ pub fn measure_lab(
                 }),
                 _ => Err((FailureStage::Launch, "memcpy takes [dst, src]".to_string())),
             },
+            (None, Some(Builtin::LibraryTranspose)) => {
+                match (args.as_slice(), transpose_shape(check, lab)) {
+                    ([KernelArg::Buffer(dst), KernelArg::Buffer(src)], Some((rows, cols))) => {
+                        match device.transpose_library() {
+                            Ok(name) => {
+                                result.implementation = Some(name);
+                                Ok(Prepared::Transpose {
+                                    dst: *dst,
+                                    src: *src,
+                                    rows,
+                                    cols,
+                                })
+                            }
+                            Err(reason) => {
+                                result.outcome = Outcome::Unavailable { reason };
+                                progress.finished(&result);
+                                variants.push(result);
+                                continue;
+                            }
+                        }
+                    }
+                    _ => Err((FailureStage::Launch, "library_transpose takes [dst, src] and a transpose check".to_string())),
+                }
+            }
+            (None, Some(Builtin::TorchTranspose)) => {
+                result.outcome = match transpose_shape(check, lab) {
+                    Some((rows, cols)) => torch_outcome(rows, cols, device, options, &mut result),
+                    None => Outcome::Failed {
+                        stage: FailureStage::Launch,
+                        message: "torch_transpose needs a transpose check".into(),
+                    },
+                };
+                progress.finished(&result);
+                variants.push(result);
+                continue;
+            }
             (None, None) => Err((FailureStage::Launch, "no kernel or builtin".to_string())),
         };
         let prepared = match prepared {
@@ -291,6 +328,7 @@ pub fn measure_lab(
 
     provenance.measured_at = now_rfc3339();
     provenance.wall_seconds = started.elapsed().as_secs_f64();
+    provenance.clocks = device.clocks();
     Ok(LabResults {
         format_version: FORMAT_VERSION,
         lab: lab.name.clone(),
@@ -331,6 +369,73 @@ fn provenance(
             options.rule.target_rel_error * 100.0
         ),
         device: info,
+        clocks: None,
+    }
+}
+
+/// The shape a transpose check gives.
+fn transpose_shape(check: &CheckSpec, lab: &LabSpec) -> Option<(usize, usize)> {
+    match check {
+        CheckSpec::Transpose { rows, cols, .. } => Some((
+            usize::try_from(rows.eval(&lab.params).ok()?).ok()?,
+            usize::try_from(cols.eval(&lab.params).ok()?).ok()?,
+        )),
+        CheckSpec::Copy { .. } => None,
+    }
+}
+
+/// Runs the PyTorch peer (CUDA only) and turns its report into an outcome.
+fn torch_outcome(
+    rows: usize,
+    cols: usize,
+    device: &dyn Device,
+    options: &MeasureOptions,
+    result: &mut VariantResult,
+) -> Outcome {
+    if device.info().backend != "cuda" {
+        return Outcome::Unavailable {
+            reason: "the PyTorch peer runs on CUDA devices only".into(),
+        };
+    }
+    let flush_bytes = (device.info().l2_bytes * 2).max(64 << 20);
+    match crate::peers::torch_transpose(rows, cols, &options.rule, flush_bytes, options.warmup_runs) {
+        crate::peers::PeerRun::Measured {
+            samples_ms,
+            implementation,
+        } => {
+            result.implementation = Some(implementation);
+            match Summary::of(&samples_ms) {
+                Some(summary) => Outcome::Measured {
+                    noisy: summary.is_noisy(&options.rule),
+                    stop_reason: options.rule.verdict(&samples_ms, 0.0).unwrap_or(kernelbook_core::stats::StopReason::TimeLimit),
+                    summary,
+                    samples_ms,
+                },
+                None => Outcome::Failed {
+                    stage: FailureStage::Timing,
+                    message: "torch reported invalid samples".into(),
+                },
+            }
+        }
+        crate::peers::PeerRun::Wrong {
+            implementation,
+            mismatch,
+        } => {
+            result.implementation = Some(implementation);
+            Outcome::WrongResult {
+                mismatch: mismatch.unwrap_or(kernelbook_core::results::Mismatch {
+                    index: 0,
+                    expected: "a transposed matrix".into(),
+                    actual: "another shape".into(),
+                    count: 0,
+                }),
+            }
+        }
+        crate::peers::PeerRun::Unavailable(reason) => Outcome::Unavailable { reason },
+        crate::peers::PeerRun::Failed(message) => Outcome::Failed {
+            stage: FailureStage::Launch,
+            message,
+        },
     }
 }
 
@@ -344,6 +449,12 @@ enum Prepared {
         src: BufferId,
         bytes: usize,
     },
+    Transpose {
+        dst: BufferId,
+        src: BufferId,
+        rows: usize,
+        cols: usize,
+    },
 }
 
 impl Prepared {
@@ -355,6 +466,17 @@ impl Prepared {
                 args,
             },
             Prepared::Copy { dst, src, bytes } => Op::Copy { dst, src, bytes },
+            Prepared::Transpose {
+                dst,
+                src,
+                rows,
+                cols,
+            } => Op::Transpose {
+                dst,
+                src,
+                rows,
+                cols,
+            },
         }
     }
 }

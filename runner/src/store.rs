@@ -380,6 +380,7 @@ args = ["dst", "src", "n"]
                 wall_seconds: 1.0,
                 input_seed: 1,
                 timing_method: "events".into(),
+                clocks: None,
             },
             ceiling: None,
             variants: vec![],
@@ -459,6 +460,7 @@ args = ["dst", "src", "n"]
                 stage: kernelbook_core::results::FailureStage::Launch,
                 message: String::new(),
             },
+            implementation: None,
         });
         assert_eq!(stale_kernels(&r, &current), vec!["copy_scalar"]);
         assert!(stale_kernels(&r, &kernels("old source")).is_empty());

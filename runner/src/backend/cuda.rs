@@ -18,12 +18,13 @@ use cudarc::driver::sys::{
     self as cu, CUdevice_attribute, CUevent_flags, CUfunction_attribute, CUresult,
 };
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtrMut,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
     DriverError, LaunchConfig, PushKernelArg, result,
 };
+use cudarc::cublas::{result as cublas_result, sys as cublas_sys};
 use cudarc::nvrtc::result::{self as nvrtc_result, NvrtcError};
 use cudarc::nvrtc::sys::{self as nvrtc_sys, nvrtcResult};
-use kernelbook_core::results::{DeviceInfo, LaunchShape};
+use kernelbook_core::results::{Clocks, DeviceInfo, LaunchShape};
 use std::cell::Cell;
 use std::ffi::{CStr, CString, c_char, c_int};
 use std::sync::Arc;
@@ -286,6 +287,8 @@ pub struct CudaDevice {
     kernels: Vec<Kernel>,
     /// The buffer `flush_l2` writes, allocated on first use.
     scratch: Option<CudaSlice<u8>>,
+    /// cuBLAS for the library-transpose peer: loaded on first use, `Err` if absent.
+    cublas: Option<Result<Cublas, String>>,
     flush_byte: u8,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
@@ -329,6 +332,7 @@ impl CudaDevice {
             buffers: Vec::new(),
             kernels: Vec::new(),
             scratch: None,
+            cublas: None,
             flush_byte: 0xa5,
             stream,
             ctx,
@@ -464,6 +468,118 @@ impl CudaDevice {
         self.stream
             .memcpy_dtod(&src_view, &mut dst_view)
             .map_err(|e| driver_error("copy", e))
+    }
+}
+
+/// Reads nvidia-smi's "1980, 3201" (SM and memory clocks in MHz).
+fn parse_clocks(text: &str) -> Option<Clocks> {
+    let mut numbers = text.lines().next()?.split(',').map(|v| v.trim().parse::<u32>());
+    match (numbers.next(), numbers.next()) {
+        (Some(Ok(sm_mhz)), Some(Ok(memory_mhz))) => Some(Clocks { sm_mhz, memory_mhz }),
+        _ => None,
+    }
+}
+
+/// A cuBLAS handle, destroyed with the device.
+#[derive(Debug)]
+struct Cublas(cublas_sys::cublasHandle_t);
+
+// SAFETY: cuBLAS handles may be used from any host thread as long as no two threads use one at
+// the same time; the handle lives inside `CudaDevice`, whose every use goes through `&mut self`
+// or the runner's mutex.
+unsafe impl Send for Cublas {}
+
+impl Drop for Cublas {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by `cublasCreate` and is destroyed once, here.
+        let _ = unsafe { cublas_result::destroy_handle(self.0) };
+    }
+}
+
+impl CudaDevice {
+    /// The cuBLAS handle, created on first use; an error if cuBLAS is not installed.
+    fn cublas_handle(&mut self) -> Result<cublas_sys::cublasHandle_t, String> {
+        if self.cublas.is_none() {
+            self.cublas = Some(self.create_cublas());
+        }
+        match &self.cublas {
+            Some(Ok(handle)) => Ok(handle.0),
+            Some(Err(why)) => Err(why.clone()),
+            None => Err("cuBLAS was not loaded".into()),
+        }
+    }
+
+    fn create_cublas(&self) -> Result<Cublas, String> {
+        // SAFETY: only tries to open the library; a missing one is reported, not loaded.
+        if !unsafe { cublas_sys::is_culib_present() } {
+            return Err("cuBLAS (libcublas.so.13) could not be loaded".into());
+        }
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| format!("cuBLAS: {}", driver_message(&e)))?;
+        let handle = Cublas(
+            cublas_result::create_handle().map_err(|e| format!("cuBLAS could not start: {e:?}"))?,
+        );
+        // SAFETY: a live handle and this device's live stream.
+        unsafe { cublas_result::set_stream(handle.0, self.stream.cu_stream() as _) }
+            .map_err(|e| format!("cuBLAS could not use the stream: {e:?}"))?;
+        Ok(handle)
+    }
+
+    /// cuBLAS `geam` with A transposed: the library's answer to "transpose this matrix".
+    fn library_transpose(
+        &mut self,
+        dst: BufferId,
+        src: BufferId,
+        rows: usize,
+        cols: usize,
+    ) -> Result<(), DeviceError> {
+        let handle = self
+            .cublas_handle()
+            .map_err(|why| DeviceError::new("cuBLAS transpose", why))?;
+        let bytes = rows
+            .checked_mul(cols)
+            .and_then(|n| n.checked_mul(4))
+            .ok_or_else(|| DeviceError::new("cuBLAS transpose", "the matrix is too large"))?;
+        let dims = |v: usize| {
+            c_int::try_from(v).map_err(|_| DeviceError::new("cuBLAS transpose", format!("{v} does not fit an int")))
+        };
+        let (m, n) = (dims(rows)?, dims(cols)?);
+        if dst == src {
+            return Err(DeviceError::new("cuBLAS transpose", "source and destination are the same buffer"));
+        }
+        let (src_slice, dst_slice) = pair_mut(&mut self.buffers, src.0, dst.0)
+            .ok_or_else(|| DeviceError::new("cuBLAS transpose", "no such buffer"))?;
+        if bytes > src_slice.len() || bytes > dst_slice.len() {
+            return Err(DeviceError::new("cuBLAS transpose", format!("{rows} × {cols} floats do not fit the buffers")));
+        }
+        let (src_ptr, _src_sync) = src_slice.device_ptr(&self.stream);
+        let (dst_ptr, _dst_sync) = dst_slice.device_ptr_mut(&self.stream);
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // Row-major rows × cols input is column-major A (cols × rows, lda = cols); the output
+        // is column-major rows × cols (ldc = rows): C = alpha·Aᵀ + beta·B with beta = 0 and B
+        // aliasing C, which cuBLAS allows when ldb = ldc and B is not transposed.
+        // SAFETY: both pointers are live allocations of at least rows·cols floats (checked
+        // above), on the stream the handle is bound to; alpha and beta are host locals.
+        unsafe {
+            cublas_sys::cublasSgeam(
+                handle,
+                cublas_sys::cublasOperation_t::CUBLAS_OP_T,
+                cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+                m,
+                n,
+                &alpha,
+                src_ptr as *const f32,
+                n,
+                &beta,
+                dst_ptr as *const f32,
+                m,
+                dst_ptr as *mut f32,
+                m,
+            )
+        }
+        .result()
+        .map_err(|e| DeviceError::new("cuBLAS transpose", format!("{e:?}")))
     }
 }
 
@@ -750,7 +866,39 @@ impl Device for CudaDevice {
                 args,
             } => self.launch(kernel, shape, args),
             Op::Copy { dst, src, bytes } => self.copy(dst, src, bytes),
+            Op::Transpose {
+                dst,
+                src,
+                rows,
+                cols,
+            } => self.library_transpose(dst, src, rows, cols),
         }
+    }
+
+    fn clocks(&self) -> Option<Clocks> {
+        // nvidia-smi reads the clocks through NVML; the runner only reads them.
+        let output = std::process::Command::new("nvidia-smi")
+            .args([
+                "--query-gpu=clocks.sm,clocks.mem",
+                "--format=csv,noheader,nounits",
+                "-i",
+                &self.info.uuid,
+            ])
+            .output()
+            .ok()?;
+        parse_clocks(&String::from_utf8_lossy(&output.stdout))
+    }
+
+    fn transpose_library(&mut self) -> Result<String, String> {
+        let handle = self.cublas_handle()?;
+        let mut version: c_int = 0;
+        // SAFETY: a live handle; cuBLAS writes one int through a pointer to a local.
+        let _ = unsafe { cublas_sys::cublasGetVersion_v2(handle, &mut version) };
+        Ok(format!(
+            "cuBLAS {}.{} geam",
+            version / 10000,
+            (version % 10000) / 100
+        ))
     }
 
     fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError> {
@@ -1006,6 +1154,13 @@ impl Compiler for Nvrtc {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reads_clocks_from_nvidia_smi() {
+        assert_eq!(parse_clocks("1980, 3201\n"), Some(Clocks { sm_mhz: 1980, memory_mhz: 3201 }));
+        assert_eq!(parse_clocks("[N/A], 3201\n"), None);
+        assert_eq!(parse_clocks(""), None);
+    }
 
     #[test]
     fn finds_the_loaded_library_in_the_memory_map() {

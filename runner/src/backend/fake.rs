@@ -100,9 +100,16 @@ impl Device for FakeDevice {
     fn blocks_per_sm(&self, _: KernelId, block_threads: u32, _: u32) -> Result<u32, DeviceError> {
         Ok((2048 / block_threads.max(1)).min(32))
     }
+    fn transpose_library(&mut self) -> Result<String, String> {
+        Ok("fake BLAS".into())
+    }
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
         self.launches += 1;
         match *op {
+            Op::Transpose { dst, src, rows, cols } => {
+                let data = self.buffers[src.0].clone();
+                self.buffers[dst.0] = crate::reference::transpose(&data, rows, cols, 4);
+            }
             Op::Copy { dst, src, bytes } => {
                 let data = self.buffers[src.0][..bytes].to_vec();
                 self.buffers[dst.0][..bytes].copy_from_slice(&data);

@@ -45,6 +45,14 @@ pub enum Op<'a> {
         src: BufferId,
         bytes: usize,
     },
+    /// The vendor library's transpose of a row-major `rows × cols` f32 matrix (cuBLAS `geam`
+    /// on NVIDIA): a peer the course's kernels are compared with.
+    Transpose {
+        dst: BufferId,
+        src: BufferId,
+        rows: usize,
+        cols: usize,
+    },
 }
 
 /// What the driver reports about a loaded kernel.
@@ -93,6 +101,9 @@ pub trait Device {
         block_threads: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<u32, DeviceError>;
+    /// The vendor library behind [`Op::Transpose`] (e.g. "cuBLAS 13.0 geam"), or why there is
+    /// none on this machine.
+    fn transpose_library(&mut self) -> Result<String, String>;
     /// Queues `op`.
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError>;
     /// Runs `op` between two device events and returns the time between them in milliseconds.
@@ -100,6 +111,10 @@ pub trait Device {
     /// Evicts the L2 cache by writing a buffer larger than it (outside any timed region).
     fn flush_l2(&mut self) -> Result<(), DeviceError>;
     fn synchronize(&mut self) -> Result<(), DeviceError>;
+    /// The SM and memory clocks now, where the driver reports them.
+    fn clocks(&self) -> Option<kernelbook_core::results::Clocks> {
+        None
+    }
 }
 
 /// What to compile.

@@ -1,0 +1,183 @@
+//! Peers measured outside the [`Device`](crate::backend::Device) trait: PyTorch, run in a
+//! `python3` child, timed there with CUDA events under the same stopping rule and L2 flush as
+//! the course's kernels, and checked against a CPU transpose.
+
+use kernelbook_core::results::Mismatch;
+use kernelbook_core::stats::StoppingRule;
+use serde::Deserialize;
+use std::process::Command;
+
+/// What a peer run gave.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PeerRun {
+    Measured {
+        samples_ms: Vec<f64>,
+        /// e.g. "torch 2.11.0".
+        implementation: String,
+    },
+    /// Its output differed from the CPU reference.
+    Wrong {
+        implementation: String,
+        mismatch: Option<Mismatch>,
+    },
+    /// Not installed here (no python3, no torch, no GPU for torch), and why.
+    Unavailable(String),
+    Failed(String),
+}
+
+const TORCH_TRANSPOSE: &str = r#"
+import json, sys, time
+try:
+    import torch
+except Exception as error:
+    print(json.dumps({"unavailable": "python3 has no torch (" + type(error).__name__ + ")"}))
+    sys.exit(0)
+if not torch.cuda.is_available():
+    print(json.dumps({"unavailable": "torch " + torch.__version__ + " sees no CUDA GPU"}))
+    sys.exit(0)
+rows, cols = int(sys.argv[1]), int(sys.argv[2])
+rule = json.loads(sys.argv[3])
+flush_bytes, warmup = int(sys.argv[4]), int(sys.argv[5])
+x = torch.rand(rows, cols, device="cuda") * 2 - 1
+y = x.t().contiguous()
+torch.cuda.synchronize()
+expected = x.cpu().t().contiguous()
+actual = y.cpu()
+ok = tuple(actual.shape) == tuple(expected.shape) and torch.equal(actual, expected)
+mismatch = None
+if not ok and actual.shape == expected.shape:
+    wrong = (actual != expected).flatten().nonzero()
+    i = int(wrong[0]) if len(wrong) else 0
+    mismatch = {"index": i, "expected": repr(float(expected.flatten()[i])), "actual": repr(float(actual.flatten()[i])), "count": int(len(wrong))}
+flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
+if not ok:
+    print(json.dumps({"ok": False, "mismatch": mismatch, "version": "torch " + torch.__version__}))
+    sys.exit(0)
+for _ in range(warmup):
+    y = x.t().contiguous()
+torch.cuda.synchronize()
+start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+samples, began = [], time.time()
+def enough():
+    n = len(samples)
+    if n >= rule["max_samples"] or time.time() - began >= rule["max_wall_s"]:
+        return True
+    if n < rule["min_samples"] or sum(samples) < rule["min_gpu_ms"]:
+        return False
+    mean = sum(samples) / n
+    spread = (sum((s - mean) ** 2 for s in samples) / (n - 1)) ** 0.5 / mean
+    return spread / n ** 0.5 <= rule["target_rel_error"]
+while not enough():
+    flush.fill_(len(samples) % 251)
+    start.record()
+    y = x.t().contiguous()
+    end.record()
+    end.synchronize()
+    samples.append(start.elapsed_time(end))
+print(json.dumps({"ok": bool(ok), "mismatch": mismatch, "samples_ms": samples, "version": "torch " + torch.__version__}))
+"#;
+
+#[derive(Deserialize)]
+struct TorchReport {
+    #[serde(default)]
+    unavailable: Option<String>,
+    #[serde(default)]
+    ok: bool,
+    #[serde(default)]
+    mismatch: Option<Mismatch>,
+    #[serde(default)]
+    samples_ms: Vec<f64>,
+    #[serde(default)]
+    version: String,
+}
+
+/// Times PyTorch's `x.t().contiguous()` on a `rows × cols` fp32 matrix.
+pub fn torch_transpose(
+    rows: usize,
+    cols: usize,
+    rule: &StoppingRule,
+    flush_bytes: u64,
+    warmup_runs: usize,
+) -> PeerRun {
+    let rule_json = serde_json::to_string(rule).unwrap_or_default();
+    let output = Command::new("python3")
+        .args(["-c", TORCH_TRANSPOSE])
+        .args([rows.to_string(), cols.to_string(), rule_json, flush_bytes.to_string(), warmup_runs.to_string()])
+        .output();
+    let output = match output {
+        Ok(output) => output,
+        Err(err) => return PeerRun::Unavailable(format!("no python3 ({err})")),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    parse_torch_report(stdout.lines().last().unwrap_or(""), &String::from_utf8_lossy(&output.stderr))
+}
+
+fn parse_torch_report(line: &str, stderr: &str) -> PeerRun {
+    match serde_json::from_str::<TorchReport>(line) {
+        Ok(TorchReport { unavailable: Some(why), .. }) => PeerRun::Unavailable(why),
+        Ok(report) if !report.ok => PeerRun::Wrong {
+            implementation: report.version,
+            mismatch: report.mismatch,
+        },
+        Ok(report) if report.samples_ms.is_empty() => PeerRun::Failed("torch reported no samples".into()),
+        Ok(report) => PeerRun::Measured {
+            samples_ms: report.samples_ms,
+            implementation: report.version,
+        },
+        Err(_) => {
+            let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+            PeerRun::Failed(format!(
+                "the torch script failed: {}",
+                tail[tail.len().saturating_sub(2)..].join(" / ")
+            ))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_each_kind_of_report() {
+        assert_eq!(
+            parse_torch_report(r#"{"unavailable": "python3 has no torch (ModuleNotFoundError)"}"#, ""),
+            PeerRun::Unavailable("python3 has no torch (ModuleNotFoundError)".into())
+        );
+        assert_eq!(
+            parse_torch_report(r#"{"ok": true, "samples_ms": [0.5, 0.6], "version": "torch 2.11.0"}"#, ""),
+            PeerRun::Measured {
+                samples_ms: vec![0.5, 0.6],
+                implementation: "torch 2.11.0".into()
+            }
+        );
+        assert_eq!(
+            parse_torch_report(
+                r#"{"ok": false, "mismatch": {"index": 3, "expected": "0.5", "actual": "0.25", "count": 1}, "version": "torch 2.11.0"}"#,
+                ""
+            ),
+            PeerRun::Wrong {
+                implementation: "torch 2.11.0".into(),
+                mismatch: Some(Mismatch {
+                    index: 3,
+                    expected: "0.5".into(),
+                    actual: "0.25".into(),
+                    count: 1
+                })
+            }
+        );
+        assert_eq!(
+            parse_torch_report("", "Traceback\nRuntimeError: CUDA out of memory\n"),
+            PeerRun::Failed("the torch script failed: Traceback / RuntimeError: CUDA out of memory".into())
+        );
+    }
+
+    #[test]
+    fn the_script_reports_rather_than_fails_without_torch() {
+        // This machine's python3 may or may not have torch; either way the answer is a report.
+        match torch_transpose(64, 32, &StoppingRule::default(), 1 << 20, 1) {
+            PeerRun::Failed(why) => panic!("the script itself failed: {why}"),
+            other => eprintln!("{other:?}"),
+        }
+    }
+}
