@@ -47,3 +47,19 @@ echo "record (all labs, compile included): $(elapsed "$t0" "$t1")" | tee -a "$OU
 cp labs/recorded/*.json "$OUT/"
 grep -hE "^test |test result|GB/s|wrong kernel|cached lookup|NVRTC" "$LOGS/gpu-tests.txt" "$LOGS/nvrtc-test.txt" >> "$OUT/summary.txt"
 cat "$LOGS"/*.txt > "$OUT/logs.txt"
+
+step "repeatability: every lab measured once more, medians compared with the recording"
+for lab in bandwidth transpose; do
+    "$KERNELBOOK" run "$lab" --json "$LOGS/$lab-again.json" > /dev/null 2>&1
+    python3 - "labs/recorded/$lab.json" "$LOGS/$lab-again.json" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+first, second = (json.load(open(path)) for path in sys.argv[1:3])
+def medians(results):
+    return {v["name"]: v["outcome"]["summary"]["median_ms"] for v in results["variants"]
+            if v["outcome"]["status"] == "measured"}
+a, b = medians(first), medians(second)
+for name in a:
+    if name in b:
+        print(f"repeat {first['lab']}/{name}: {a[name]:.4f} ms then {b[name]:.4f} ms ({100 * (b[name] - a[name]) / a[name]:+.2f} %)")
+PY
+done
