@@ -15,7 +15,7 @@ use crate::runner::RunError;
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::{
-    FORMAT_VERSION, FailureStage, LabResults, Outcome, Provenance, VariantResult,
+    Clocks, FORMAT_VERSION, FailureStage, LabResults, Outcome, Provenance, VariantResult,
 };
 use kernelbook_core::spec::LabSpec;
 use serde::{Deserialize, Serialize};
@@ -59,7 +59,11 @@ enum Event {
     Finished {
         result: Box<VariantResult>,
     },
-    Done,
+    /// Everything asked for was measured; the clocks right after the last sample.
+    Done {
+        #[serde(default)]
+        clocks: Option<Clocks>,
+    },
     Failed {
         message: String,
     },
@@ -113,8 +117,8 @@ impl Progress for EventWriter {
 pub fn child_main() -> ExitCode {
     let mut events = EventWriter;
     match run_child(&mut events) {
-        Ok(()) => {
-            events.send(&Event::Done);
+        Ok(clocks) => {
+            events.send(&Event::Done { clocks });
             ExitCode::SUCCESS
         }
         Err(message) => {
@@ -124,7 +128,7 @@ pub fn child_main() -> ExitCode {
     }
 }
 
-fn run_child(events: &mut EventWriter) -> Result<(), String> {
+fn run_child(events: &mut EventWriter) -> Result<Option<Clocks>, String> {
     let mut input = String::new();
     std::io::stdin()
         .read_to_string(&mut input)
@@ -144,8 +148,9 @@ fn run_child(events: &mut EventWriter) -> Result<(), String> {
         &request.options,
         events,
     )
-    .map(|_| ())
-    .map_err(|e| e.to_string())
+    .map(|results| results.provenance.clocks)
+    // The parent names the lab itself.
+    .map_err(|MeasureError::Lab { message, .. }| message)
 }
 
 /// The parent's side: measures `lab` through children of `exe`, one after another until every
@@ -342,8 +347,11 @@ fn run_one_child(
                 running = None;
                 on_result(*result);
             }
-            Ok(Event::Done) => {
+            Ok(Event::Done { clocks }) => {
                 let _ = child.wait();
+                if let (Some(clocks), Some(provenance)) = (clocks, provenance.as_mut()) {
+                    provenance.clocks = Some(clocks);
+                }
                 return Ok(ChildEnd::Done);
             }
             Ok(Event::Failed { message }) => {
