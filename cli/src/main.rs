@@ -6,6 +6,7 @@ mod project;
 mod table;
 
 use clap::{Parser, Subcommand};
+use kernelbook_runner::backend::BackendChoice;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -16,6 +17,10 @@ struct Cli {
     /// The book's root folder (where book.toml is).
     #[arg(long, global = true, default_value = ".")]
     root: PathBuf,
+    /// Which GPU to measure on: `auto` (an NVIDIA GPU through CUDA if there is one, else an AMD
+    /// GPU through HIP), `cuda` or `hip`. Also KERNELBOOK_DEVICE.
+    #[arg(long, global = true)]
+    device: Option<BackendChoice>,
     #[command(subcommand)]
     command: Command,
 }
@@ -45,14 +50,30 @@ fn main() -> ExitCode {
         return kernelbook_runner::isolate::child_main();
     }
     let cli = Cli::parse();
+    let device = match cli.device.map(Ok).or_else(|| {
+        std::env::var("KERNELBOOK_DEVICE")
+            .ok()
+            .map(|v| v.parse::<BackendChoice>())
+    }) {
+        Some(Ok(device)) => device,
+        Some(Err(err)) => {
+            eprintln!("kernelbook: KERNELBOOK_DEVICE: {err}");
+            return ExitCode::FAILURE;
+        }
+        None => BackendChoice::Auto,
+    };
+    let ctx = project::Context {
+        root: cli.root,
+        backend: device,
+    };
     let result = match cli.command {
-        Command::Build(args) => cmd::build::run(&cli.root, args),
-        Command::Run(args) => cmd::run::run(&cli.root, args),
-        Command::Record(args) => cmd::record::run(&cli.root, args),
-        Command::Compile(args) => cmd::compile::run(&cli.root, args),
-        Command::Tangle(args) => cmd::tangle::run(&cli.root, args),
-        Command::List => cmd::list::run(&cli.root),
-        Command::Info => cmd::info::run(&cli.root),
+        Command::Build(args) => cmd::build::run(&ctx, args),
+        Command::Run(args) => cmd::run::run(&ctx, args),
+        Command::Record(args) => cmd::record::run(&ctx, args),
+        Command::Compile(args) => cmd::compile::run(&ctx, args),
+        Command::Tangle(args) => cmd::tangle::run(&ctx, args),
+        Command::List => cmd::list::run(&ctx),
+        Command::Info => cmd::info::run(&ctx),
     };
     match result {
         Ok(code) => code,

@@ -1,16 +1,24 @@
 //! The book as the commands see it: chapters scanned, labs loaded, a runner configured.
 
-use anyhow::{Context, anyhow, bail};
+use anyhow::{Context as _, anyhow, bail};
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::Params;
 use kernelbook_core::spec::LabSpec;
+use kernelbook_runner::backend::BackendChoice;
 use kernelbook_runner::measure::MeasureOptions;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_driver::MDBook;
 use mdbook_kernelbook::preprocessor::{Labs, check_kernel_refs, index_book, labs_dir, load_labs};
 use mdbook_kernelbook::scan::BookIndex;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+/// What every command is given: where the book is and which GPU to use.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub root: PathBuf,
+    pub backend: BackendChoice,
+}
 
 pub struct Project {
     pub root: PathBuf,
@@ -18,10 +26,12 @@ pub struct Project {
     pub index: BookIndex,
     pub labs: Labs,
     pub labs_dir: PathBuf,
+    pub backend: BackendChoice,
 }
 
 impl Project {
-    pub fn load(root: &Path) -> anyhow::Result<Project> {
+    pub fn load(ctx: &Context) -> anyhow::Result<Project> {
+        let root = ctx.root.as_path();
         let book = MDBook::load(root)
             .with_context(|| format!("loading the book at {}", root.display()))?;
         let index = index_book(&book.book, &book.config.book.src).map_err(|errors| {
@@ -46,6 +56,7 @@ impl Project {
             index,
             labs,
             labs_dir,
+            backend: ctx.backend,
         })
     }
 
@@ -58,6 +69,7 @@ impl Project {
             // Each lab runs in a child process of this program: a kernel that faults or hangs
             // cannot take the build down.
             isolation: std::env::current_exe().ok(),
+            backend: self.backend,
         })
     }
 

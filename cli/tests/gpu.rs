@@ -46,6 +46,7 @@ fn runner(cache: &Path) -> Runner {
         mode: Mode::Auto,
         options: MeasureOptions::default(),
         isolation: None,
+        backend: Default::default(),
     })
 }
 
@@ -369,7 +370,8 @@ fn a_kernel_that_does_not_compile_fails_alone_with_nvrtcs_message() {
             message,
         } => {
             assert!(
-                message.starts_with("tiny.md:2: error: identifier \"undefined_thing\" is undefined"),
+                message
+                    .starts_with("tiny.md:2: error: identifier \"undefined_thing\" is undefined"),
                 "{message}"
             );
         }

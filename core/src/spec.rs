@@ -716,7 +716,12 @@ args = ["dst", "src", "n"]
         let text = COPY.replace("name = \"scalar\"", "name = \"memcpy\"");
         assert!(parse(&text).expect_err("dup").message.contains("twice"));
         let text = COPY.replace("block = [256]", "block = [0]");
-        assert!(parse(&text).expect_err("zero").message.contains("between 1 and"));
+        assert!(
+            parse(&text)
+                .expect_err("zero")
+                .message
+                .contains("between 1 and")
+        );
     }
 
     #[test]

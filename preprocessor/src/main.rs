@@ -50,6 +50,10 @@ fn run() -> anyhow::Result<()> {
         },
         options: MeasureOptions::default(),
         isolation: std::env::current_exe().ok(),
+        backend: std::env::var("KERNELBOOK_DEVICE")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default(),
     });
     let preprocessor =
         KernelbookPreprocessor::new(runner, Box::new(kernelbook_runner::measure::StageLog));

@@ -53,6 +53,8 @@ pub struct ProvenanceView {
     pub wall: String,
     pub timing: String,
     pub seed: u64,
+    /// "SM 1980 MHz, memory 3201 MHz" where the driver reported them.
+    pub clocks: Option<String>,
 }
 
 /// Something wrong with a lab that needs more room than a table cell: a compiler message.
@@ -207,7 +209,13 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
     let peers: Vec<String> = results
         .variants
         .iter()
-        .filter(|v| v.kernel.is_none() && !matches!(lab.variant(&v.name).and_then(|s| s.builtin), Some(kernelbook_core::spec::Builtin::Memcpy)))
+        .filter(|v| {
+            v.kernel.is_none()
+                && !matches!(
+                    lab.variant(&v.name).and_then(|s| s.builtin),
+                    Some(kernelbook_core::spec::Builtin::Memcpy)
+                )
+        })
         .map(|v| {
             let label = lab.variant(&v.name).map_or(v.name.as_str(), |s| s.label());
             match (&v.outcome, &v.implementation) {
@@ -272,6 +280,9 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
             wall: format!("{:.1} s", p.wall_seconds),
             timing: p.timing_method.clone(),
             seed: p.input_seed,
+            clocks: p
+                .clocks
+                .map(|c| format!("SM {} MHz, memory {} MHz", c.sm_mhz, c.memory_mhz)),
         }),
         notes,
         problems,

@@ -9,7 +9,7 @@
 //! variants left. A variant whose launch fails with a driver error ends its child the same way
 //! ([`MeasureOptions::stop_after_device_error`]).
 
-use crate::backend::cuda::{CudaDevice, Nvrtc};
+use crate::backend::{self, BackendChoice};
 use crate::measure::{self, MeasureError, MeasureOptions, Progress};
 use crate::runner::RunError;
 use kernelbook_core::KernelSource;
@@ -32,6 +32,7 @@ pub const CHILD_ARG: &str = "__measure-lab";
 /// What the parent asks a child to measure (JSON on the child's stdin).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ChildRequest {
+    pub backend: BackendChoice,
     pub lab_file: PathBuf,
     pub params: Params,
     pub kernels: BTreeMap<String, KernelSource>,
@@ -138,13 +139,13 @@ fn run_child(events: &mut EventWriter) -> Result<Option<Clocks>, String> {
     let lab = LabSpec::load(&request.lab_file)
         .and_then(|lab| lab.with_params(&request.params))
         .map_err(|e| e.to_string())?;
-    let compiler = Nvrtc::load().map_err(|e| e.to_string())?;
-    let mut device = CudaDevice::open(0).map_err(|e| e.to_string())?;
+    let found = backend::find(request.backend)?;
+    let mut device = backend::open(found.backend)?;
     measure::measure_lab(
         &lab,
         &request.kernels,
-        &mut device,
-        &compiler,
+        device.as_mut(),
+        found.compiler.as_ref(),
         &request.options,
         events,
     )
@@ -157,6 +158,7 @@ fn run_child(events: &mut EventWriter) -> Result<Option<Clocks>, String> {
 /// variant has a result.
 pub fn measure_isolated(
     exe: &Path,
+    backend: BackendChoice,
     lab: &LabSpec,
     kernels: &BTreeMap<String, KernelSource>,
     options: &MeasureOptions,
@@ -181,6 +183,7 @@ pub fn measure_isolated(
 
     while !remaining.is_empty() {
         let request = ChildRequest {
+            backend,
             lab_file: lab.file.clone(),
             params: lab.params.clone(),
             kernels: kernels.clone(),

@@ -19,6 +19,7 @@
 //!     mode: Mode::Auto,
 //!     options: MeasureOptions::default(),
 //!     isolation: None,
+//!     backend: Default::default(),
 //! });
 //! match runner.results_for(&lab, &kernels, &mut Quiet) {
 //!     LabOutcome::Measured { results, .. } => println!("{} variants measured", results.variants.len()),

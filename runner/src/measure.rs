@@ -267,7 +267,10 @@ pub fn measure_lab(
                             }
                         }
                     }
-                    _ => Err((FailureStage::Launch, "library_transpose takes [dst, src] and a transpose check".to_string())),
+                    _ => Err((
+                        FailureStage::Launch,
+                        "library_transpose takes [dst, src] and a transpose check".to_string(),
+                    )),
                 }
             }
             (None, Some(Builtin::TorchTranspose)) => {
@@ -398,7 +401,8 @@ fn torch_outcome(
         };
     }
     let flush_bytes = (device.info().l2_bytes * 2).max(64 << 20);
-    match crate::peers::torch_transpose(rows, cols, &options.rule, flush_bytes, options.warmup_runs) {
+    match crate::peers::torch_transpose(rows, cols, &options.rule, flush_bytes, options.warmup_runs)
+    {
         crate::peers::PeerRun::Measured {
             samples_ms,
             implementation,
@@ -407,7 +411,10 @@ fn torch_outcome(
             match Summary::of(&samples_ms) {
                 Some(summary) => Outcome::Measured {
                     noisy: summary.is_noisy(&options.rule),
-                    stop_reason: options.rule.verdict(&samples_ms, 0.0).unwrap_or(kernelbook_core::stats::StopReason::TimeLimit),
+                    stop_reason: options
+                        .rule
+                        .verdict(&samples_ms, 0.0)
+                        .unwrap_or(kernelbook_core::stats::StopReason::TimeLimit),
                     summary,
                     samples_ms,
                 },

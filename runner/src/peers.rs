@@ -102,24 +102,38 @@ pub fn torch_transpose(
     let rule_json = serde_json::to_string(rule).unwrap_or_default();
     let output = Command::new("python3")
         .args(["-c", TORCH_TRANSPOSE])
-        .args([rows.to_string(), cols.to_string(), rule_json, flush_bytes.to_string(), warmup_runs.to_string()])
+        .args([
+            rows.to_string(),
+            cols.to_string(),
+            rule_json,
+            flush_bytes.to_string(),
+            warmup_runs.to_string(),
+        ])
         .output();
     let output = match output {
         Ok(output) => output,
         Err(err) => return PeerRun::Unavailable(format!("no python3 ({err})")),
     };
     let stdout = String::from_utf8_lossy(&output.stdout);
-    parse_torch_report(stdout.lines().last().unwrap_or(""), &String::from_utf8_lossy(&output.stderr))
+    parse_torch_report(
+        stdout.lines().last().unwrap_or(""),
+        &String::from_utf8_lossy(&output.stderr),
+    )
 }
 
 fn parse_torch_report(line: &str, stderr: &str) -> PeerRun {
     match serde_json::from_str::<TorchReport>(line) {
-        Ok(TorchReport { unavailable: Some(why), .. }) => PeerRun::Unavailable(why),
+        Ok(TorchReport {
+            unavailable: Some(why),
+            ..
+        }) => PeerRun::Unavailable(why),
         Ok(report) if !report.ok => PeerRun::Wrong {
             implementation: report.version,
             mismatch: report.mismatch,
         },
-        Ok(report) if report.samples_ms.is_empty() => PeerRun::Failed("torch reported no samples".into()),
+        Ok(report) if report.samples_ms.is_empty() => {
+            PeerRun::Failed("torch reported no samples".into())
+        }
         Ok(report) => PeerRun::Measured {
             samples_ms: report.samples_ms,
             implementation: report.version,
@@ -141,11 +155,17 @@ mod tests {
     #[test]
     fn reads_each_kind_of_report() {
         assert_eq!(
-            parse_torch_report(r#"{"unavailable": "python3 has no torch (ModuleNotFoundError)"}"#, ""),
+            parse_torch_report(
+                r#"{"unavailable": "python3 has no torch (ModuleNotFoundError)"}"#,
+                ""
+            ),
             PeerRun::Unavailable("python3 has no torch (ModuleNotFoundError)".into())
         );
         assert_eq!(
-            parse_torch_report(r#"{"ok": true, "samples_ms": [0.5, 0.6], "version": "torch 2.11.0"}"#, ""),
+            parse_torch_report(
+                r#"{"ok": true, "samples_ms": [0.5, 0.6], "version": "torch 2.11.0"}"#,
+                ""
+            ),
             PeerRun::Measured {
                 samples_ms: vec![0.5, 0.6],
                 implementation: "torch 2.11.0".into()
@@ -168,7 +188,9 @@ mod tests {
         );
         assert_eq!(
             parse_torch_report("", "Traceback\nRuntimeError: CUDA out of memory\n"),
-            PeerRun::Failed("the torch script failed: Traceback / RuntimeError: CUDA out of memory".into())
+            PeerRun::Failed(
+                "the torch script failed: Traceback / RuntimeError: CUDA out of memory".into()
+            )
         );
     }
 

@@ -1,7 +1,8 @@
 //! Where a lab's numbers come from: the cache, a fresh measurement on this machine's GPU, or
 //! the results recorded on real hardware and committed with the book.
 
-use crate::backend::cuda::{self, CudaDevice, Nvrtc};
+use crate::backend::cuda::Nvrtc;
+use crate::backend::{self, BackendChoice};
 use crate::backend::{Compiler, Device};
 use crate::measure::{self, MeasureError, MeasureOptions, Progress};
 use crate::store::{self, Cache, Recorded, Toolchain};
@@ -33,6 +34,9 @@ pub struct RunnerConfig {
     /// [`isolate::CHILD_ARG`](crate::isolate::CHILD_ARG)), so that a faulting or hanging kernel
     /// cannot take the caller down; in-process when `None`.
     pub isolation: Option<PathBuf>,
+    /// Which vendor's GPU to measure on (`kernelbook --device`); CUDA first, then HIP, by
+    /// default.
+    pub backend: BackendChoice,
 }
 
 /// A lab's results and where they came from.
@@ -71,9 +75,10 @@ pub enum RunError {
 }
 
 struct Gpu {
+    backend: BackendChoice,
     toolchain: Toolchain,
-    compiler: Nvrtc,
-    device: Option<CudaDevice>,
+    compiler: Box<dyn Compiler + Send>,
+    device: Option<Box<dyn Device + Send>>,
 }
 
 /// Reports one-line notices to the user (stderr by default).
@@ -209,8 +214,12 @@ impl Runner {
                 "lab `{}`: measuring in a separate process",
                 lab.name
             ));
+            let backend = self
+                .with_gpu(|gpu| Ok(gpu.backend))
+                .map_err(RunError::Unavailable)?;
             return crate::isolate::measure_isolated(
                 exe,
+                backend,
                 lab,
                 kernels,
                 &self.config.options,
@@ -220,7 +229,7 @@ impl Runner {
         self.with_gpu(|gpu| {
             if gpu.device.is_none() {
                 progress.stage("opening the GPU");
-                gpu.device = Some(CudaDevice::open(0).map_err(|e| e.to_string())?);
+                gpu.device = Some(backend::open(gpu.backend)?);
             }
             Ok(())
         })
@@ -240,8 +249,8 @@ impl Runner {
         Ok(measure::measure_lab(
             lab,
             kernels,
-            device as &mut dyn Device,
-            compiler as &dyn Compiler,
+            device.as_mut(),
+            compiler.as_ref(),
             &self.config.options,
             progress,
         )?)
@@ -344,16 +353,17 @@ impl Runner {
             .gpu
             .lock()
             .map_err(|_| "the GPU state was poisoned by an earlier panic".to_string())?;
+        let choice = self.config.backend;
         let state = guard.get_or_insert_with(|| {
-            let probe = cuda::probe().map_err(|e| e.to_string())?;
-            let compiler = Nvrtc::load().map_err(|e| e.to_string())?;
+            let found = backend::find(choice)?;
             Ok(Gpu {
+                backend: found.backend,
                 toolchain: Toolchain {
-                    device: probe.info,
-                    driver_version: probe.driver_version,
-                    compiler_version: compiler.version(),
+                    device: found.info,
+                    driver_version: found.driver_version,
+                    compiler_version: found.compiler.version(),
                 },
-                compiler,
+                compiler: found.compiler,
                 device: None,
             })
         });

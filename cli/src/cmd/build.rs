@@ -2,12 +2,11 @@
 //! mermaid preprocessors registered in-process (each replaces the book.toml entry of the same
 //! name, so no separately installed binary is needed).
 
-use crate::project::Project;
-use anyhow::Context;
+use crate::project::{Context, Project};
+use anyhow::Context as _;
 use kernelbook_runner::Mode;
 use kernelbook_runner::measure::StageLog;
 use mdbook_kernelbook::KernelbookPreprocessor;
-use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -22,9 +21,9 @@ pub struct Args {
     strict: bool,
 }
 
-pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let project = Project::load(root)?;
+    let project = Project::load(ctx)?;
     let mode = if args.recorded {
         Mode::RecordedOnly
     } else {

@@ -2,11 +2,10 @@
 //! and prints the compiler's log and resource report (registers, spills, shared memory). Needs
 //! NVRTC, not a GPU.
 
-use crate::project::Project;
+use crate::project::{Context, Project};
 use anyhow::{anyhow, bail};
 use kernelbook_runner::backend::cuda::{self, Nvrtc};
 use kernelbook_runner::backend::{CompileError, CompileRequest, Compiler, ptxas};
-use std::path::Path;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -21,8 +20,8 @@ pub struct Args {
     flags: Vec<String>,
 }
 
-pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root)?;
+pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let project = Project::load(ctx)?;
     let kernel = project.index.kernels.get(&args.kernel).ok_or_else(|| {
         anyhow!(
             "the book has no kernel `{}` (see `kernelbook list`)",

@@ -1,12 +1,11 @@
 //! `kernelbook info`: which GPU, driver and compiler live results would come from.
 
-use crate::project::Project;
+use crate::project::{Context, Project};
 use kernelbook_runner::Mode;
-use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(root: &Path) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root)?;
+pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let project = Project::load(ctx)?;
     match project.runner(Mode::Auto).toolchain() {
         Ok(t) => {
             let d = &t.device;

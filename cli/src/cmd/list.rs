@@ -1,12 +1,11 @@
 //! `kernelbook list`: the labs and kernels of the book.
 
-use crate::project::Project;
+use crate::project::{Context, Project};
 use mdbook_kernelbook::render::format_params;
-use std::path::Path;
 use std::process::ExitCode;
 
-pub fn run(root: &Path) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root)?;
+pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
+    let project = Project::load(ctx)?;
     println!("labs:");
     for lab in project.labs.ready.values() {
         let variants: Vec<&str> = lab.variants.iter().map(|v| v.name.as_str()).collect();

@@ -2,13 +2,12 @@
 //! machine without a GPU shows. Only fully verified runs are recorded.
 
 use crate::progress::Spinner;
-use crate::project::Project;
+use crate::project::{Context, Project};
 use anyhow::bail;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::Outcome;
 use kernelbook_runner::{LabOutcome, Mode};
 use mdbook_kernelbook::render::lab_view;
-use std::path::Path;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -17,8 +16,8 @@ pub struct Args {
     labs: Vec<String>,
 }
 
-pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root)?;
+pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let project = Project::load(ctx)?;
     let names: Vec<String> = if args.labs.is_empty() {
         project.labs.ready.keys().cloned().collect()
     } else {

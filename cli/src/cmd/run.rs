@@ -2,11 +2,11 @@
 //! the results in the cache for the next build.
 
 use crate::progress::Spinner;
-use crate::project::{Project, parse_assignment};
+use crate::project::{Context, Project, parse_assignment};
 use kernelbook_core::expr::Params;
 use kernelbook_runner::{LabOutcome, Mode};
 use mdbook_kernelbook::render::lab_view;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -21,8 +21,8 @@ pub struct Args {
     json: Option<PathBuf>,
 }
 
-pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root)?;
+pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let project = Project::load(ctx)?;
     let overrides: Params = args.set.into_iter().collect();
     let lab = project.lab(&args.lab, &overrides)?;
     let kernels = project.kernels_for(&lab);

@@ -1,9 +1,8 @@
 //! `kernelbook tangle`: writes each kernel of the book to `kernels/NAME.cu`; `--check` only
 //! reports whether they are up to date (and fails if not).
 
-use crate::project::Project;
+use crate::project::{Context, Project};
 use mdbook_kernelbook::tangle;
-use std::path::Path;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -13,9 +12,9 @@ pub struct Args {
     check: bool,
 }
 
-pub fn run(root: &Path, args: Args) -> anyhow::Result<ExitCode> {
-    let project = Project::load(root)?;
-    let dir = root.join("kernels");
+pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let project = Project::load(ctx)?;
+    let dir = ctx.root.join("kernels");
     let expected = tangle::tangled_files(&project.index);
     let diff = if args.check {
         tangle::diff(&dir, &expected)?

@@ -14,14 +14,14 @@ use super::{
     BufferId, CompileError, CompileRequest, CompiledKernel, Compiler, Device, DeviceError,
     KernelArg, KernelId, LoadedKernel, Op,
 };
+use cudarc::cublas::{result as cublas_result, sys as cublas_sys};
 use cudarc::driver::sys::{
     self as cu, CUdevice_attribute, CUevent_flags, CUfunction_attribute, CUresult,
 };
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr, DevicePtrMut,
-    DriverError, LaunchConfig, PushKernelArg, result,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
+    DevicePtrMut, DriverError, LaunchConfig, PushKernelArg, result,
 };
-use cudarc::cublas::{result as cublas_result, sys as cublas_sys};
 use cudarc::nvrtc::result::{self as nvrtc_result, NvrtcError};
 use cudarc::nvrtc::sys::{self as nvrtc_sys, nvrtcResult};
 use kernelbook_core::results::{Clocks, DeviceInfo, LaunchShape};
@@ -473,7 +473,11 @@ impl CudaDevice {
 
 /// Reads nvidia-smi's "1980, 3201" (SM and memory clocks in MHz).
 fn parse_clocks(text: &str) -> Option<Clocks> {
-    let mut numbers = text.lines().next()?.split(',').map(|v| v.trim().parse::<u32>());
+    let mut numbers = text
+        .lines()
+        .next()?
+        .split(',')
+        .map(|v| v.trim().parse::<u32>());
     match (numbers.next(), numbers.next()) {
         (Some(Ok(sm_mhz)), Some(Ok(memory_mhz))) => Some(Clocks { sm_mhz, memory_mhz }),
         _ => None,
@@ -542,16 +546,24 @@ impl CudaDevice {
             .and_then(|n| n.checked_mul(4))
             .ok_or_else(|| DeviceError::new("cuBLAS transpose", "the matrix is too large"))?;
         let dims = |v: usize| {
-            c_int::try_from(v).map_err(|_| DeviceError::new("cuBLAS transpose", format!("{v} does not fit an int")))
+            c_int::try_from(v).map_err(|_| {
+                DeviceError::new("cuBLAS transpose", format!("{v} does not fit an int"))
+            })
         };
         let (m, n) = (dims(rows)?, dims(cols)?);
         if dst == src {
-            return Err(DeviceError::new("cuBLAS transpose", "source and destination are the same buffer"));
+            return Err(DeviceError::new(
+                "cuBLAS transpose",
+                "source and destination are the same buffer",
+            ));
         }
         let (src_slice, dst_slice) = pair_mut(&mut self.buffers, src.0, dst.0)
             .ok_or_else(|| DeviceError::new("cuBLAS transpose", "no such buffer"))?;
         if bytes > src_slice.len() || bytes > dst_slice.len() {
-            return Err(DeviceError::new("cuBLAS transpose", format!("{rows} × {cols} floats do not fit the buffers")));
+            return Err(DeviceError::new(
+                "cuBLAS transpose",
+                format!("{rows} × {cols} floats do not fit the buffers"),
+            ));
         }
         let (src_ptr, _src_sync) = src_slice.device_ptr(&self.stream);
         let (dst_ptr, _dst_sync) = dst_slice.device_ptr_mut(&self.stream);
@@ -1157,7 +1169,13 @@ mod tests {
 
     #[test]
     fn reads_clocks_from_nvidia_smi() {
-        assert_eq!(parse_clocks("1980, 3201\n"), Some(Clocks { sm_mhz: 1980, memory_mhz: 3201 }));
+        assert_eq!(
+            parse_clocks("1980, 3201\n"),
+            Some(Clocks {
+                sm_mhz: 1980,
+                memory_mhz: 3201
+            })
+        );
         assert_eq!(parse_clocks("[N/A], 3201\n"), None);
         assert_eq!(parse_clocks(""), None);
     }

@@ -106,7 +106,12 @@ impl Device for FakeDevice {
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
         self.launches += 1;
         match *op {
-            Op::Transpose { dst, src, rows, cols } => {
+            Op::Transpose {
+                dst,
+                src,
+                rows,
+                cols,
+            } => {
                 let data = self.buffers[src.0].clone();
                 self.buffers[dst.0] = crate::reference::transpose(&data, rows, cols, 4);
             }

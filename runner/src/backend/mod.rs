@@ -9,6 +9,7 @@
 pub mod cuda;
 #[cfg(test)]
 pub mod fake;
+pub mod hip;
 pub mod ptxas;
 
 use kernelbook_core::results::{DeviceInfo, LaunchShape};
@@ -155,4 +156,88 @@ pub trait Compiler {
     /// e.g. "NVRTC 13.0".
     fn version(&self) -> String;
     fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledKernel, CompileError>;
+}
+
+/// Which vendor's GPU to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendChoice {
+    /// An NVIDIA GPU through CUDA if there is one, else an AMD GPU through HIP.
+    #[default]
+    Auto,
+    Cuda,
+    Hip,
+}
+
+impl std::str::FromStr for BackendChoice {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "auto" => Ok(BackendChoice::Auto),
+            "cuda" => Ok(BackendChoice::Cuda),
+            "hip" => Ok(BackendChoice::Hip),
+            other => Err(format!("unknown device `{other}` (use auto, cuda or hip)")),
+        }
+    }
+}
+
+/// A vendor whose runtime and compiler were found, with the GPU it reports.
+pub struct Found {
+    pub backend: BackendChoice,
+    pub info: DeviceInfo,
+    pub driver_version: String,
+    pub compiler: Box<dyn Compiler + Send>,
+}
+
+impl std::fmt::Debug for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Found")
+            .field("backend", &self.backend)
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Finds the GPU and compiler `choice` allows, without opening the GPU. With `Auto`, CUDA is
+/// tried first, then HIP; the error says why each was not usable.
+pub fn find(choice: BackendChoice) -> Result<Found, String> {
+    let cuda = || -> Result<Found, String> {
+        let probe = cuda::probe().map_err(|e| e.to_string())?;
+        let compiler = cuda::Nvrtc::load().map_err(|e| e.to_string())?;
+        Ok(Found {
+            backend: BackendChoice::Cuda,
+            info: probe.info,
+            driver_version: probe.driver_version,
+            compiler: Box::new(compiler),
+        })
+    };
+    let hip = || -> Result<Found, String> {
+        let probe = hip::probe().map_err(|e| e.to_string())?;
+        let compiler = hip::Hiprtc::load().map_err(|e| e.to_string())?;
+        Ok(Found {
+            backend: BackendChoice::Hip,
+            info: probe.info,
+            driver_version: probe.driver_version,
+            compiler: Box::new(compiler),
+        })
+    };
+    match choice {
+        BackendChoice::Cuda => cuda(),
+        BackendChoice::Hip => hip(),
+        BackendChoice::Auto => {
+            cuda().or_else(|cuda_why| hip().map_err(|hip_why| format!("{cuda_why}; {hip_why}")))
+        }
+    }
+}
+
+/// Opens GPU 0 of `backend` (`Cuda` or `Hip`; `Auto` means CUDA).
+pub fn open(backend: BackendChoice) -> Result<Box<dyn Device + Send>, String> {
+    match backend {
+        BackendChoice::Hip => hip::HipDevice::open(0)
+            .map(|d| Box::new(d) as Box<dyn Device + Send>)
+            .map_err(|e| e.to_string()),
+        BackendChoice::Cuda | BackendChoice::Auto => cuda::CudaDevice::open(0)
+            .map(|d| Box::new(d) as Box<dyn Device + Send>)
+            .map_err(|e| e.to_string()),
+    }
 }
