@@ -299,3 +299,21 @@ fn an_edit_that_breaks_a_kernel_shows_the_compiler_message_at_the_markdown_line(
         "{stderr}"
     );
 }
+
+#[test]
+fn without_rocm_an_amd_device_is_reported_unavailable_in_one_line() {
+    // Whatever this machine has, pointing the HIP runtime at a missing file is the no-ROCm path.
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(repo())
+        .args(["--device", "hip", "info"])
+        .env("KERNELBOOK_HIP_RUNTIME", "/nonexistent/libamdhip64.so")
+        .output()
+        .expect("run kernelbook");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert_eq!(
+        stdout.trim(),
+        "no live results on this machine: no AMD GPU runtime found (libamdhip64.so could not be loaded); `kernelbook build` shows the recorded ones"
+    );
+}

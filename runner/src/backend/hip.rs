@@ -494,7 +494,12 @@ static RUNTIME: OnceLock<Result<Runtime, Unavailable>> = OnceLock::new();
 fn runtime() -> Result<&'static Runtime, Unavailable> {
     RUNTIME
         .get_or_init(|| {
-            let candidates = library_candidates(&RUNTIME_LIBRARY_NAMES, rocm_path().as_deref());
+            // KERNELBOOK_HIP_RUNTIME names one library file to use instead of the search (a
+            // ROCm outside the usual places, or none at all to check the no-ROCm path).
+            let candidates = match std::env::var("KERNELBOOK_HIP_RUNTIME") {
+                Ok(path) => vec![path],
+                Err(_) => library_candidates(&RUNTIME_LIBRARY_NAMES, rocm_path().as_deref()),
+            };
             let (library, file) = open_first(&candidates).ok_or(Unavailable::NoRuntime)?;
             Runtime::from_library(library, file)
         })
