@@ -8,7 +8,7 @@ use kernelbook_runner::backend::BackendChoice;
 use kernelbook_runner::measure::MeasureOptions;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_driver::MDBook;
-use mdbook_kernelbook::preprocessor::{Labs, check_kernel_refs, index_book, labs_dir, load_labs};
+use mdbook_kernelbook::preprocessor::{Labs, labs_dir, load_book_parts};
 use mdbook_kernelbook::scan::BookIndex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -34,22 +34,8 @@ impl Project {
         let root = ctx.root.as_path();
         let book = MDBook::load(root)
             .with_context(|| format!("loading the book at {}", root.display()))?;
-        let index = index_book(&book.book, &book.config.book.src).map_err(|errors| {
-            anyhow!(
-                "{}",
-                errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        })?;
         let labs_dir = labs_dir(root, &book.config)?;
-        let labs = load_labs(&labs_dir)?;
-        let errors = check_kernel_refs(&labs.ready, &index);
-        if !errors.is_empty() {
-            bail!("{}", errors.join("\n"));
-        }
+        let (index, labs) = load_book_parts(&book.book, &book.config.book.src, &labs_dir)?;
         Ok(Project {
             root: root.to_path_buf(),
             book,

@@ -67,6 +67,26 @@ pub enum LabFile {
     Planned(PlannedLab),
 }
 
+/// Reads a lab file's text; an unreadable file is an error at line 1.
+fn read_lab(path: &Path) -> Result<String, LabError> {
+    std::fs::read_to_string(path).map_err(|err| LabError {
+        file: path.to_path_buf(),
+        line: 1,
+        message: format!("cannot read the lab file: {err}"),
+    })
+}
+
+/// A TOML error as a lab error at the line its span starts on.
+fn toml_error(err: &toml::de::Error, text: &str, path: &Path, hint: &str) -> LabError {
+    LabError {
+        file: path.to_path_buf(),
+        line: err
+            .span()
+            .map_or(1, |span| line_of_offset(text, span.start)),
+        message: format!("{}{hint}", err.message().trim()),
+    }
+}
+
 impl LabFile {
     pub fn name(&self) -> &str {
         match self {
@@ -84,35 +104,23 @@ impl LabFile {
 
     /// Reads a lab file of either kind.
     pub fn load(path: &Path) -> Result<LabFile, LabError> {
-        let text = std::fs::read_to_string(path).map_err(|err| LabError {
-            file: path.to_path_buf(),
-            line: 1,
-            message: format!("cannot read the lab file: {err}"),
-        })?;
-        LabFile::parse(&text, path)
+        LabFile::parse(&read_lab(path)?, path)
     }
 
     /// Parses a lab file of either kind; `planned = true` marks a planned one.
     pub fn parse(text: &str, path: &Path) -> Result<LabFile, LabError> {
-        let table: toml::Table = toml::from_str(text).map_err(|err| LabError {
-            file: path.to_path_buf(),
-            line: err
-                .span()
-                .map_or(1, |span| line_of_offset(text, span.start)),
-            message: err.message().trim().to_string(),
-        })?;
+        let table: toml::Table =
+            toml::from_str(text).map_err(|err| toml_error(&err, text, path, ""))?;
         if table.get("planned").and_then(toml::Value::as_bool) != Some(true) {
             return LabSpec::parse(text, path).map(|lab| LabFile::Ready(Box::new(lab)));
         }
-        let mut lab: PlannedLab = toml::from_str(text).map_err(|err| LabError {
-            file: path.to_path_buf(),
-            line: err
-                .span()
-                .map_or(1, |span| line_of_offset(text, span.start)),
-            message: format!(
-                "{} (a planned lab has only planned, name, title and summary)",
-                err.message().trim()
-            ),
+        let mut lab: PlannedLab = toml::from_str(text).map_err(|err| {
+            toml_error(
+                &err,
+                text,
+                path,
+                " (a planned lab has only planned, name, title and summary)",
+            )
         })?;
         lab.file = path.to_path_buf();
         Ok(LabFile::Planned(lab))
@@ -301,23 +309,13 @@ pub struct LabError {
 impl LabSpec {
     /// Reads and checks a lab file.
     pub fn load(path: &Path) -> Result<LabSpec, LabError> {
-        let text = std::fs::read_to_string(path).map_err(|err| LabError {
-            file: path.to_path_buf(),
-            line: 1,
-            message: format!("cannot read the lab file: {err}"),
-        })?;
-        LabSpec::parse(&text, path)
+        LabSpec::parse(&read_lab(path)?, path)
     }
 
     /// Parses and checks a lab file's text; `path` is used in error messages.
     pub fn parse(text: &str, path: &Path) -> Result<LabSpec, LabError> {
-        let mut lab: LabSpec = toml::from_str(text).map_err(|err| LabError {
-            file: path.to_path_buf(),
-            line: err
-                .span()
-                .map_or(1, |span| line_of_offset(text, span.start)),
-            message: err.message().trim().to_string(),
-        })?;
+        let mut lab: LabSpec =
+            toml::from_str(text).map_err(|err| toml_error(&err, text, path, ""))?;
         lab.file = path.to_path_buf();
         lab.text = text.to_string();
         lab.validate()?;

@@ -141,6 +141,32 @@ pub fn check_kernel_refs(labs: &BTreeMap<String, LabSpec>, index: &BookIndex) ->
         .collect()
 }
 
+/// Everything the book defines, checked: its kernels (scanned from `book`'s chapters, shown
+/// under `src_dir`) and its labs (from `labs_dir`), with every lab naming only kernels the book
+/// has. Every problem found is reported, each with its file and line.
+pub fn load_book_parts(
+    book: &Book,
+    src_dir: &Path,
+    labs_dir: &Path,
+) -> anyhow::Result<(BookIndex, Labs)> {
+    let index = index_book(book, src_dir).map_err(|errors| {
+        anyhow::anyhow!(
+            "{}",
+            errors
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    })?;
+    let labs = load_labs(labs_dir)?;
+    let errors = check_kernel_refs(&labs.ready, &index);
+    if !errors.is_empty() {
+        bail!("{}", errors.join("\n"));
+    }
+    Ok((index, labs))
+}
+
 /// Scans the chapters of `book` (paths shown under the book's source folder).
 pub fn index_book(book: &Book, src_dir: &Path) -> Result<BookIndex, Vec<ScanError>> {
     let chapters: Vec<(PathBuf, &str)> = book
@@ -160,18 +186,8 @@ impl Preprocessor for KernelbookPreprocessor {
 
     fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
         let src_dir = ctx.config.book.src.clone();
-        let index = index_book(&book, &src_dir).map_err(|errors| {
-            anyhow::anyhow!(
-                "{}",
-                errors
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        })?;
-        let labs = load_labs(&labs_dir(&ctx.root, &ctx.config)?)?;
-        let mut errors = check_kernel_refs(&labs.ready, &index);
+        let (index, labs) = load_book_parts(&book, &src_dir, &labs_dir(&ctx.root, &ctx.config)?)?;
+        let mut errors = Vec::new();
         for scan in index.chapters.values() {
             for directive in &scan.directives {
                 if !labs.contains(&directive.lab) {

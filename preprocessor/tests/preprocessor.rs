@@ -258,3 +258,30 @@ fn the_binary_reports_a_bad_directive_with_file_and_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_noisy_measurement_is_marked_in_the_table_and_explained() {
+    let mut results = fixture_results();
+    if let Outcome::Measured { noisy, .. } = &mut results.variants[1].outcome {
+        *noisy = true;
+    }
+    let view = lab_view(
+        &fixture_lab(),
+        &LabOutcome::Measured {
+            results,
+            cached: false,
+        },
+    );
+    assert!(view.rows[1].noisy && !view.rows[0].noisy);
+    let html = Templates::new().render_lab(&view).expect("render");
+    assert_eq!(
+        html.matches("title=\"relative spread above the noise threshold\">noisy</strong>")
+            .count(),
+        1
+    );
+    assert!(
+        view.notes.iter().any(|n| n.contains("noisy")),
+        "{:?}",
+        view.notes
+    );
+}
