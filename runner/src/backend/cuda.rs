@@ -598,41 +598,11 @@ impl CudaDevice {
 /// Checks the arguments against the parameter sizes the driver reported for the kernel, so that
 /// a wrong argument list is an error rather than the driver reading past it.
 fn check_args(kernel: &Kernel, args: &[KernelArg]) -> Result<(), DeviceError> {
-    let Some(sizes) = &kernel.param_sizes else {
-        return Ok(());
-    };
-    if sizes.len() != args.len() {
-        return Err(DeviceError::new(
-            "launch",
-            format!(
-                "kernel `{}` takes {} parameters, the lab passes {}",
-                kernel.name,
-                sizes.len(),
-                args.len()
-            ),
-        ));
+    match &kernel.param_sizes {
+        Some(sizes) => super::check_kernel_args(&kernel.name, sizes, args),
+        // The driver could not say: nothing to check against.
+        None => Ok(()),
     }
-    for (index, (&size, arg)) in sizes.iter().zip(args).enumerate() {
-        let (kind, arg_size) = match arg {
-            KernelArg::Buffer(_) => ("a buffer pointer", 8),
-            KernelArg::I32(_) => ("an i32", 4),
-            KernelArg::I64(_) => ("an i64", 8),
-            KernelArg::U32(_) => ("a u32", 4),
-            KernelArg::U64(_) => ("a u64", 8),
-        };
-        if size != arg_size {
-            return Err(DeviceError::new(
-                "launch",
-                format!(
-                    "parameter {} of kernel `{}` is {size} bytes, the lab passes {kind} \
-                     ({arg_size} bytes)",
-                    index + 1,
-                    kernel.name
-                ),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// `&v[a]` and `&mut v[b]` at once; `None` if either is out of range or `a == b`.

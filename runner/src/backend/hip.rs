@@ -1202,7 +1202,7 @@ impl HipDevice {
         args: &[KernelArg],
     ) -> Result<(), DeviceError> {
         let kernel = self.kernel(kernel)?;
-        check_args(&kernel.name, &kernel.param_sizes, args)?;
+        crate::backend::check_kernel_args(&kernel.name, &kernel.param_sizes, args)?;
         check_shape(shape)?;
         // Each argument's bytes at the start of an 8-byte slot, in the kernel's byte order (the
         // host's); `check_args` made sure each parameter is exactly that argument's size.
@@ -1308,41 +1308,6 @@ fn check_shape(shape: &LaunchShape) -> Result<(), DeviceError> {
                 format!(
                     "{grid} blocks of {block} threads in {axis} make 2^32 or more work-items, \
                      which HIP cannot launch"
-                ),
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// Checks the arguments against the parameter sizes in the kernel's metadata, so that a wrong
-/// argument list is an error rather than the runtime reading past it.
-fn check_args(name: &str, sizes: &[usize], args: &[KernelArg]) -> Result<(), DeviceError> {
-    if sizes.len() != args.len() {
-        return Err(DeviceError::new(
-            "launch",
-            format!(
-                "kernel `{name}` takes {} parameters, the lab passes {}",
-                sizes.len(),
-                args.len()
-            ),
-        ));
-    }
-    for (index, (&size, arg)) in sizes.iter().zip(args).enumerate() {
-        let (kind, arg_size) = match arg {
-            KernelArg::Buffer(_) => ("a buffer pointer", 8),
-            KernelArg::I32(_) => ("an i32", 4),
-            KernelArg::I64(_) => ("an i64", 8),
-            KernelArg::U32(_) => ("a u32", 4),
-            KernelArg::U64(_) => ("a u64", 8),
-        };
-        if size != arg_size {
-            return Err(DeviceError::new(
-                "launch",
-                format!(
-                    "parameter {} of kernel `{name}` is {size} bytes, the lab passes {kind} \
-                     ({arg_size} bytes)",
-                    index + 1
                 ),
             ));
         }
@@ -2249,8 +2214,8 @@ mod tests {
             KernelArg::Buffer(BufferId(1)),
             KernelArg::I32(5),
         ];
-        assert!(check_args("k", &sizes, &good).is_ok());
-        let error = check_args("k", &sizes, &good[..2])
+        assert!(crate::backend::check_kernel_args("k", &sizes, &good).is_ok());
+        let error = crate::backend::check_kernel_args("k", &sizes, &good[..2])
             .err()
             .map(|e| e.to_string());
         assert_eq!(
@@ -2262,12 +2227,14 @@ mod tests {
             KernelArg::Buffer(BufferId(1)),
             KernelArg::I64(5),
         ];
-        let error = check_args("k", &sizes, &wrong).err().map(|e| e.to_string());
+        let error = crate::backend::check_kernel_args("k", &sizes, &wrong)
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             error.as_deref(),
             Some("launch: parameter 3 of kernel `k` is 4 bytes, the lab passes an i64 (8 bytes)")
         );
-        assert!(check_args("k", &[], &[]).is_ok());
+        assert!(crate::backend::check_kernel_args("k", &[], &[]).is_ok());
     }
 
     #[test]

@@ -158,6 +158,45 @@ pub trait Compiler {
     fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledKernel, CompileError>;
 }
 
+/// Checks the arguments against the parameter sizes in the kernel's metadata, so that a wrong
+/// argument list is an error rather than the runtime reading past it.
+pub(crate) fn check_kernel_args(
+    name: &str,
+    sizes: &[usize],
+    args: &[KernelArg],
+) -> Result<(), DeviceError> {
+    if sizes.len() != args.len() {
+        return Err(DeviceError::new(
+            "launch",
+            format!(
+                "kernel `{name}` takes {} parameters, the lab passes {}",
+                sizes.len(),
+                args.len()
+            ),
+        ));
+    }
+    for (index, (&size, arg)) in sizes.iter().zip(args).enumerate() {
+        let (kind, arg_size) = match arg {
+            KernelArg::Buffer(_) => ("a buffer pointer", 8),
+            KernelArg::I32(_) => ("an i32", 4),
+            KernelArg::I64(_) => ("an i64", 8),
+            KernelArg::U32(_) => ("a u32", 4),
+            KernelArg::U64(_) => ("a u64", 8),
+        };
+        if size != arg_size {
+            return Err(DeviceError::new(
+                "launch",
+                format!(
+                    "parameter {} of kernel `{name}` is {size} bytes, the lab passes {kind} \
+                     ({arg_size} bytes)",
+                    index + 1
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Which vendor's GPU to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
