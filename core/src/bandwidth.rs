@@ -19,6 +19,18 @@ pub fn percent_of(part: f64, whole: f64) -> Option<f64> {
     (whole > 0.0 && part.is_finite()).then(|| 100.0 * part / whole)
 }
 
+/// The 32-byte-sector model of a float copy that reads every `stride`-th element and writes
+/// contiguously: what fraction of the copy ceiling its *effective* bandwidth (useful bytes over
+/// time) should reach.
+///
+/// Per element the kernel needs 8 useful bytes (4 read, 4 written). The write is coalesced:
+/// 4 bytes moved. The read moves a whole 32-byte sector per 8 floats of span, so 4·min(s, 8)
+/// bytes: from a stride of 8 on, every lane has a sector of its own and it costs no more. The
+/// ratio is 8 / (4 + 4·min(s, 8)).
+pub fn strided_copy_efficiency(stride: f64) -> f64 {
+    2.0 / (1.0 + stride.clamp(1.0, 8.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -37,6 +49,18 @@ mod tests {
         // 3201 MHz, 6016-bit bus: 4.8 TB/s.
         let peak = theoretical_gbs(3_201_000, 6016);
         assert!((peak - 4814.3).abs() < 0.5, "{peak}");
+    }
+
+    #[test]
+    fn the_sector_model_floors_at_stride_eight() {
+        assert_eq!(strided_copy_efficiency(1.0), 1.0);
+        assert_eq!(strided_copy_efficiency(2.0), 2.0 / 3.0);
+        assert_eq!(strided_copy_efficiency(8.0), 2.0 / 9.0);
+        assert_eq!(
+            strided_copy_efficiency(64.0),
+            2.0 / 9.0,
+            "no further loss past 8"
+        );
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub struct LabSpec {
     pub buffers: Vec<BufferSpec>,
     pub check: CheckSpec,
     pub variants: Vec<VariantSpec>,
+    /// A plot of the rows' bandwidth against each variant's `plot_x`, drawn beside the table.
+    #[serde(default)]
+    pub plot: Option<PlotSpec>,
     /// The file this lab was read from (not part of the TOML).
     #[serde(skip)]
     pub file: PathBuf,
@@ -127,6 +130,29 @@ impl LabFile {
     }
 }
 
+/// How a lab's results are plotted.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlotSpec {
+    /// What the variants' `plot_x` values are, e.g. "stride (floats)".
+    pub x_label: String,
+    /// Space the x axis by powers of two.
+    #[serde(default)]
+    pub log2_x: bool,
+    /// A prediction drawn beside the measurement, scaled to the lab's ceiling.
+    #[serde(default)]
+    pub model: Option<Model>,
+}
+
+/// Predictions the book can draw next to a measurement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Model {
+    /// A float copy whose reads are `x` elements apart, fetched in 32-byte sectors
+    /// ([`crate::bandwidth::strided_copy_efficiency`]).
+    SectorStridedCopy,
+}
+
 /// A device buffer of the lab.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -198,18 +224,29 @@ pub enum CheckSpec {
         rows: Expr,
         cols: Expr,
     },
+    /// `output[i]` must be `input[i * stride]` for `i < count`, bit for bit.
+    StridedGather {
+        input: String,
+        output: String,
+        count: Expr,
+        stride: Expr,
+    },
 }
 
 impl CheckSpec {
     pub fn input(&self) -> &str {
         match self {
-            CheckSpec::Copy { input, .. } | CheckSpec::Transpose { input, .. } => input,
+            CheckSpec::Copy { input, .. }
+            | CheckSpec::Transpose { input, .. }
+            | CheckSpec::StridedGather { input, .. } => input,
         }
     }
 
     pub fn output(&self) -> &str {
         match self {
-            CheckSpec::Copy { output, .. } | CheckSpec::Transpose { output, .. } => output,
+            CheckSpec::Copy { output, .. }
+            | CheckSpec::Transpose { output, .. }
+            | CheckSpec::StridedGather { output, .. } => output,
         }
     }
 }
@@ -269,6 +306,9 @@ pub struct VariantSpec {
     /// A check of its own, e.g. a copy row in a transpose lab: `check = { reference = "copy", ... }`.
     #[serde(default)]
     pub check: Option<CheckSpec>,
+    /// Where the row stands on the lab's plot.
+    #[serde(default)]
+    pub plot_x: Option<f64>,
 }
 
 impl VariantSpec {
@@ -466,6 +506,21 @@ impl LabSpec {
                 ));
             }
         }
+        if let Some(plot) = &self.plot {
+            for variant in &self.variants {
+                if let Some(x) = variant.plot_x
+                    && (!x.is_finite() || (plot.log2_x && x <= 0.0))
+                {
+                    return Err(self.error_at(
+                        &format!("\"{}\"", variant.name),
+                        format!(
+                            "variant `{}`: plot_x = {x} cannot be drawn on this plot",
+                            variant.name
+                        ),
+                    ));
+                }
+            }
+        }
         if let Some(ceiling) = &self.ceiling
             && self.variant(ceiling).is_none()
         {
@@ -571,9 +626,16 @@ impl LabSpec {
                 Some(_) => {}
             }
         }
-        if let CheckSpec::Transpose { rows, cols, .. } = check {
-            self.check_expr(rows, "check.rows")?;
-            self.check_expr(cols, "check.cols")?;
+        match check {
+            CheckSpec::Transpose { rows, cols, .. } => {
+                self.check_expr(rows, "check.rows")?;
+                self.check_expr(cols, "check.cols")?;
+            }
+            CheckSpec::StridedGather { count, stride, .. } => {
+                self.check_expr(count, "check.count")?;
+                self.check_expr(stride, "check.stride")?;
+            }
+            CheckSpec::Copy { .. } => {}
         }
         Ok(())
     }

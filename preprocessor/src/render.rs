@@ -10,6 +10,7 @@ use kernelbook_runner::LabOutcome;
 use serde::Serialize;
 
 const LAB_TEMPLATE: &str = include_str!("../templates/lab.hbs");
+const PLOT_TEMPLATE: &str = include_str!("../templates/plot.hbs");
 
 /// One row of a lab's table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -79,6 +80,7 @@ pub struct LabView {
     pub provenance: Option<ProvenanceView>,
     pub notes: Vec<String>,
     pub problems: Vec<ProblemView>,
+    pub plot: Option<crate::plot::PlotView>,
     pub missing: Option<String>,
 }
 
@@ -121,6 +123,7 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
         provenance: None,
         notes: Vec::new(),
         problems: Vec::new(),
+        plot: None,
         missing: Some(format!(
             "{} is described on this page, but its kernels are not in the book yet, so there is nothing to measure; \
              its table appears here once they are{}",
@@ -182,6 +185,7 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
                 provenance: None,
                 notes: Vec::new(),
                 problems: Vec::new(),
+                plot: None,
                 missing: Some(why.clone()),
             };
         }
@@ -286,6 +290,7 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         }),
         notes,
         problems,
+        plot: crate::plot::plot_view(lab, results),
         missing: None,
     }
 }
@@ -418,8 +423,10 @@ impl Templates {
         let mut handlebars = Handlebars::new();
         handlebars.set_strict_mode(true);
         // The template is part of the binary; a syntax error in it is a bug caught by the tests.
-        if let Err(err) = handlebars.register_template_string("lab", LAB_TEMPLATE) {
-            panic!("templates/lab.hbs does not parse: {err}");
+        for (name, text) in [("lab", LAB_TEMPLATE), ("plot", PLOT_TEMPLATE)] {
+            if let Err(err) = handlebars.register_template_string(name, text) {
+                panic!("templates/{name}.hbs does not parse: {err}");
+            }
         }
         Templates { handlebars }
     }

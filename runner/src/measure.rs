@@ -152,6 +152,13 @@ pub fn measure_lab(
         }
         buffers.insert(spec.name.clone(), (id, spec));
     }
+    // Inputs go up once per lab: variants only read them (a kernel that wrote one would fail its
+    // own check, and a fault restarts the lab's process, which uploads them again).
+    for (id, data) in &host_inputs {
+        device
+            .upload(*id, data)
+            .map_err(|err| lab_err(format!("cannot upload the inputs: {err}")))?;
+    }
     let buffer = |name: &str| {
         buffers.get(name).copied().ok_or_else(|| {
             lab_err(format!(
@@ -304,7 +311,6 @@ pub fn measure_lab(
         result.outcome = match verify_and_time(
             device,
             &op,
-            &host_inputs,
             &poisoned,
             output_id,
             expected,
@@ -383,7 +389,7 @@ fn transpose_shape(check: &CheckSpec, lab: &LabSpec) -> Option<(usize, usize)> {
             usize::try_from(rows.eval(&lab.params).ok()?).ok()?,
             usize::try_from(cols.eval(&lab.params).ok()?).ok()?,
         )),
-        CheckSpec::Copy { .. } => None,
+        CheckSpec::Copy { .. } | CheckSpec::StridedGather { .. } => None,
     }
 }
 
@@ -625,7 +631,6 @@ fn resolve_args(
 fn verify_and_time(
     device: &mut dyn Device,
     op: &Op<'_>,
-    host_inputs: &[(BufferId, Vec<u8>)],
     poisoned: &[BufferId],
     output: BufferId,
     expected: &[u8],
@@ -634,9 +639,6 @@ fn verify_and_time(
     options: &MeasureOptions,
     progress: &mut dyn Progress,
 ) -> Result<Outcome, DeviceError> {
-    for (id, data) in host_inputs {
-        device.upload(*id, data)?;
-    }
     for id in poisoned {
         device.fill(*id, POISON_BYTE)?;
     }

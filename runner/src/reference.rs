@@ -57,7 +57,25 @@ pub fn expected_output(
             let cols = usize::try_from(cols.eval(params)?).unwrap_or(0);
             Ok(transpose(input, rows, cols, elem.size()))
         }
+        CheckSpec::StridedGather { count, stride, .. } => {
+            let count = usize::try_from(count.eval(params)?).unwrap_or(0);
+            let stride = usize::try_from(stride.eval(params)?).unwrap_or(0);
+            Ok(strided_gather(input, count, stride, elem.size()))
+        }
     }
+}
+
+/// `out[i] = input[i * stride]` for `i < count`; elements past the input's end are left zero
+/// (the lab's buffer sizes make that impossible for a well-formed lab).
+pub fn strided_gather(input: &[u8], count: usize, stride: usize, size: usize) -> Vec<u8> {
+    let mut out = vec![0u8; count * size];
+    for (i, slot) in out.chunks_mut(size).enumerate() {
+        let from = i * stride * size;
+        if let Some(element) = input.get(from..from + size) {
+            slot.copy_from_slice(element);
+        }
+    }
+    out
 }
 
 /// Transposes a row-major `rows × cols` matrix of `size`-byte elements, in cache-sized blocks
@@ -155,6 +173,13 @@ mod tests {
         let params = Params::from([("n".into(), 1)]);
         let out = expected_output(&check, &f32s(&[1.0, 2.0]), ElemType::F32, &params).expect("ok");
         assert_eq!(out, f32s(&[1.0, 2.0]));
+    }
+
+    #[test]
+    fn strided_gather_takes_every_stride_th_element() {
+        let input = f32s(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert_eq!(strided_gather(&input, 3, 3, 4), f32s(&[0.0, 3.0, 6.0]));
+        assert_eq!(strided_gather(&input, 2, 4, 4), f32s(&[0.0, 4.0]));
     }
 
     #[test]
