@@ -72,7 +72,7 @@ pub fn print(view: &LabView) {
             "blocks/SM",
             "occupancy",
         ]);
-        for row in view.rows.iter().filter(|r| r.kernel.is_some()) {
+        for row in &view.launch_rows {
             stats.add_row(vec![
                 row.kernel.clone().unwrap_or_default(),
                 row.launch.clone(),

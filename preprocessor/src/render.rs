@@ -77,6 +77,9 @@ pub struct LabView {
     pub ceiling_label: String,
     pub rows: Vec<RowView>,
     pub has_launch_stats: bool,
+    /// The rows of the launch-statistics table: one per kernel and launch shape (a sweep runs one
+    /// kernel many times).
+    pub launch_rows: Vec<RowView>,
     pub provenance: Option<ProvenanceView>,
     pub notes: Vec<String>,
     pub problems: Vec<ProblemView>,
@@ -120,6 +123,7 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
         ceiling_label: String::new(),
         rows: Vec::new(),
         has_launch_stats: false,
+        launch_rows: Vec::new(),
         provenance: None,
         notes: Vec::new(),
         problems: Vec::new(),
@@ -182,6 +186,7 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
                 ceiling_label: String::new(),
                 rows: Vec::new(),
                 has_launch_stats: false,
+                launch_rows: Vec::new(),
                 provenance: None,
                 notes: Vec::new(),
                 problems: Vec::new(),
@@ -269,6 +274,16 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         origin: origin.into(),
         ceiling_label,
         has_launch_stats: rows.iter().any(|r| r.kernel.is_some()),
+        launch_rows: {
+            let mut seen = std::collections::BTreeSet::new();
+            rows.iter()
+                .filter(|r| {
+                    r.kernel.is_some()
+                        && seen.insert((r.kernel.clone(), r.launch.clone(), r.registers.clone()))
+                })
+                .cloned()
+                .collect()
+        },
         rows,
         provenance: Some(ProvenanceView {
             device: device.name.clone(),
