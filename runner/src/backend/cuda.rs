@@ -26,7 +26,7 @@ use cudarc::nvrtc::result::{self as nvrtc_result, NvrtcError};
 use cudarc::nvrtc::sys::{self as nvrtc_sys, nvrtcResult};
 use kernelbook_core::results::{Clocks, DeviceInfo, LaunchShape};
 use std::cell::Cell;
-use std::ffi::{CStr, CString, c_char, c_int};
+use std::ffi::{CStr, c_char, c_int};
 use std::sync::Arc;
 
 /// The oldest driver this backend runs on, as `cuDriverGetVersion` reports it. cudarc is built
@@ -1060,20 +1060,7 @@ impl Compiler for Nvrtc {
                 "the compiler option {bad:?} contains a NUL byte"
             )));
         }
-        let file = format!("{}.cu", request.name);
-        let name = CString::new(file.as_str()).map_err(|_| {
-            CompileError::Compiler(format!(
-                "the kernel name {:?} contains a NUL byte",
-                request.name
-            ))
-        })?;
-        let source = CString::new(request.source).map_err(|e| CompileError::Rejected {
-            log: format!(
-                "{file}: the source contains a NUL byte (at byte {})",
-                e.nul_position()
-            ),
-            options: options.clone(),
-        })?;
+        let (name, source) = super::program_strings(request, &options)?;
         // Declared after `source` and `name`, so dropped (destroyed) before them: NVRTC may
         // keep pointers to both until then.
         let program = Program(

@@ -1803,20 +1803,7 @@ impl Compiler for Hiprtc {
         let option_ptrs: Vec<*const c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
         let option_count = c_int::try_from(option_ptrs.len())
             .map_err(|_| CompileError::Compiler("too many compiler options".to_string()))?;
-        let file = format!("{}.cu", request.name);
-        let name = CString::new(file.as_str()).map_err(|_| {
-            CompileError::Compiler(format!(
-                "the kernel name {:?} contains a NUL byte",
-                request.name
-            ))
-        })?;
-        let source = CString::new(request.source).map_err(|e| CompileError::Rejected {
-            log: format!(
-                "{file}: the source contains a NUL byte (at byte {})",
-                e.nul_position()
-            ),
-            options: options.clone(),
-        })?;
+        let (name, source) = super::program_strings(request, &options)?;
         let _guard = COMPILE_LOCK
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());

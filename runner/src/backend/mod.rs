@@ -151,6 +151,30 @@ pub enum CompileError {
     Compiler(String),
 }
 
+/// The program name (`NAME.cu`, what compiler messages call the source) and the source as C
+/// strings for a run-time compiler. A NUL byte in the source is the author's error (`Rejected`);
+/// one in the name is the caller's.
+pub(crate) fn program_strings(
+    request: &CompileRequest<'_>,
+    options: &[String],
+) -> Result<(std::ffi::CString, std::ffi::CString), CompileError> {
+    let file = format!("{}.cu", request.name);
+    let source = std::ffi::CString::new(request.source).map_err(|e| CompileError::Rejected {
+        log: format!(
+            "{file}: the source contains a NUL byte (at byte {})",
+            e.nul_position()
+        ),
+        options: options.to_vec(),
+    })?;
+    let name = std::ffi::CString::new(file).map_err(|_| {
+        CompileError::Compiler(format!(
+            "the kernel name {:?} contains a NUL byte",
+            request.name
+        ))
+    })?;
+    Ok((name, source))
+}
+
 /// Turns kernel source into a loadable image. Needs no GPU.
 pub trait Compiler {
     /// e.g. "NVRTC 13.0".
