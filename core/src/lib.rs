@@ -41,6 +41,7 @@
 //! ```
 
 pub mod bandwidth;
+pub mod exercise;
 pub mod expr;
 pub mod kernel;
 pub mod results;

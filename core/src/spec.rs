@@ -42,6 +42,9 @@ pub struct LabSpec {
     /// A plot of the rows' bandwidth against each variant's `plot_x`, drawn beside the table.
     #[serde(default)]
     pub plot: Option<PlotSpec>,
+    /// Makes the lab an exercise `kernelbook check` can grade.
+    #[serde(default)]
+    pub exercise: Option<crate::exercise::ExerciseSpec>,
     /// The file this lab was read from (not part of the TOML).
     #[serde(skip)]
     pub file: PathBuf,
@@ -503,6 +506,37 @@ impl LabSpec {
                 return Err(self.error_at(
                     &format!("\"{}\"", variant.name),
                     format!("variant `{}` is defined twice", variant.name),
+                ));
+            }
+        }
+        if let Some(exercise) = &self.exercise {
+            for (role, name) in [
+                ("starter", &exercise.starter),
+                ("solution", &exercise.solution),
+            ] {
+                match self.variant(name) {
+                    Some(variant) if variant.kernel.is_some() => {}
+                    Some(_) => {
+                        return Err(self.error_at(
+                            "[exercise]",
+                            format!("the exercise's {role} `{name}` must be a kernel variant"),
+                        ));
+                    }
+                    None => {
+                        return Err(self.error_at(
+                            "[exercise]",
+                            format!("the exercise's {role} `{name}` is not a variant of this lab"),
+                        ));
+                    }
+                }
+            }
+            if !(exercise.min_speedup.is_finite() && exercise.min_speedup > 0.0) {
+                return Err(self.error_at(
+                    "min_speedup",
+                    format!(
+                        "min_speedup = {} must be a positive number",
+                        exercise.min_speedup
+                    ),
                 ));
             }
         }
