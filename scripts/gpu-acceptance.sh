@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs on a GPU machine from the repository root: the GPU tests, the NVRTC test, cold and warm
-# builds, an edit that must re-measure one lab only, and fresh recordings of every lab.
+# Runs on a GPU machine from the repository root: the GPU tests, the NVRTC test, the runner
+# benchmark (cold build of every lab, warm build, a rebuild after editing one kernel), fresh
+# recordings of every lab and a repeatability check of every lab against them.
 # Binaries are built elsewhere and carried in: KERNELBOOK (the CLI) and TESTS (a folder holding
-# the `gpu` and `book` test binaries). OUT receives summary.txt, the recorded results and the
-# step logs (few files: the device tool brings back at most eight).
+# the `gpu`, `book` and `check` test binaries). OUT receives summary.txt, recorded.tgz (the new
+# recordings) and logs.txt (few files: the device tool brings back at most eight).
 set -uo pipefail
 KERNELBOOK=${KERNELBOOK:-target/release/kernelbook}
 TESTS=${TESTS:-.device-bin}
@@ -19,39 +20,50 @@ elapsed() { python3 -c "print(f'{$2 - $1:.2f} s')"; }
 step "device" | tee "$OUT/summary.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee -a "$OUT/summary.txt"
 "$KERNELBOOK" info 2>&1 | tee -a "$OUT/summary.txt"
-"$KERNELBOOK" compile copy_float4 2>&1 | tee -a "$OUT/summary.txt"
 
 step "GPU tests"
 "$TESTS/gpu" --test-threads=1 --nocapture 2>&1 | tee "$LOGS/gpu-tests.txt"
+step "exercise checker on the GPU"
+"$TESTS/check" --test-threads=1 --nocapture 2>&1 | tee "$LOGS/check-tests.txt"
 step "NVRTC test"
 CUDA_CACHE_DISABLE=1 "$TESTS/book" nvrtc --nocapture 2>&1 | tee "$LOGS/nvrtc-test.txt"
 
-step "cold build (empty cache: measures every lab)"
+step "benchmark: cold build (empty cache: compiles and measures every lab)" | tee -a "$OUT/summary.txt"
 rm -rf .kernelbook
 t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$LOGS/build-cold.txt"; t1=$(seconds)
-echo "cold build: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
-step "warm build (nothing changed: no GPU work)"
+echo "cold build, all labs: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
+step "benchmark: warm build (nothing changed: no GPU work)"
 t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$LOGS/build-warm.txt"; t1=$(seconds)
 echo "warm build: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
-step "edit transpose_padded: only the transpose lab is measured again"
+step "benchmark: edit transpose_padded; only the labs that run it are measured again"
 cp book/src/labs/lab2-transpose.md /tmp/lab2.md
-sed -i 's|__shared__ float tile\[TILE\]\[TILE + 1\];|__shared__ float tile[TILE][TILE + 1];  /* edited */|' book/src/labs/lab2-transpose.md
+python3 - <<'PY'
+path = "book/src/labs/lab2-transpose.md"
+text = open(path).read()
+marker = 'extern "C" __global__ void transpose_padded('
+assert marker in text
+open(path, "w").write(text.replace(marker, "// edited\n" + marker, 1))
+PY
 t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$LOGS/build-edit.txt"; t1=$(seconds)
-echo "build after one edit: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
-grep -o "lab \`[a-z_]*\`: preparing" "$LOGS/build-edit.txt" | sort | uniq -c | tee -a "$OUT/summary.txt"
+echo "build after editing transpose_padded: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
+grep -o "lab \`[a-z_0-9]*\`: preparing" "$LOGS/build-edit.txt" | sort | uniq -c | tee -a "$OUT/summary.txt"
 cp /tmp/lab2.md book/src/labs/lab2-transpose.md
 
-step "record every lab"
+step "record every lab" | tee -a "$OUT/summary.txt"
 t0=$(seconds); "$KERNELBOOK" record 2>&1 | tee "$LOGS/record.txt"; t1=$(seconds)
 echo "record (all labs, compile included): $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
-cp labs/recorded/*.json "$OUT/"
-grep -hE "^test |test result|GB/s|wrong kernel|cached lookup|NVRTC" "$LOGS/gpu-tests.txt" "$LOGS/nvrtc-test.txt" >> "$OUT/summary.txt"
-cat "$LOGS"/*.txt > "$OUT/logs.txt"
+python3 - labs/recorded/*.json <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+for path in sys.argv[1:]:
+    r = json.load(open(path))
+    print(f"  {r['lab']:<22} {r['provenance']['wall_seconds']:6.1f} s")
+PY
 
-step "repeatability: every lab measured once more, medians compared with the recording"
-for lab in bandwidth transpose; do
-    "$KERNELBOOK" run "$lab" --json "$LOGS/$lab-again.json" > /dev/null 2>&1
-    python3 - "labs/recorded/$lab.json" "$LOGS/$lab-again.json" <<'PY' | tee -a "$OUT/summary.txt"
+step "repeatability: every lab measured again, medians compared with the recording" | tee -a "$OUT/summary.txt"
+for recorded in labs/recorded/*.json; do
+    lab=$(basename "$recorded" .json)
+    "$KERNELBOOK" run "$lab" --json "$LOGS/$lab-again.json" > "$LOGS/$lab-again.txt" 2>&1
+    python3 - "$recorded" "$LOGS/$lab-again.json" <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys
 first, second = (json.load(open(path)) for path in sys.argv[1:3])
 def medians(results):
@@ -63,3 +75,8 @@ for name in a:
         print(f"repeat {first['lab']}/{name}: {a[name]:.4f} ms then {b[name]:.4f} ms ({100 * (b[name] - a[name]) / a[name]:+.2f} %)")
 PY
 done
+
+grep -hE "^test |test result|GB/s|wrong kernel|cached lookup|NVRTC|solutions passed" \
+    "$LOGS/gpu-tests.txt" "$LOGS/check-tests.txt" "$LOGS/nvrtc-test.txt" >> "$OUT/summary.txt"
+tar czf "$OUT/recorded.tgz" labs/recorded
+cat "$LOGS"/*.txt > "$OUT/logs.txt"

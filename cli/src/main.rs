@@ -33,6 +33,9 @@ enum Command {
     Run(cmd::run::Args),
     /// Measure labs and write their results to labs/recorded/ (with provenance and raw samples).
     Record(cmd::record::Args),
+    /// Grade your version of an exercise's kernel: compile, verify, time against the starter.
+    /// Exit status 0 on PASS, 1 on FAIL, 2 when nothing could be graded.
+    Check(cmd::check::Args),
     /// Compile one kernel with NVRTC and print its log and resource report (no GPU needed).
     Compile(cmd::compile::Args),
     /// Write the book's kernels to kernels/NAME.cu (or check that they are up to date).
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Build(args) => cmd::build::run(&ctx, args),
         Command::Run(args) => cmd::run::run(&ctx, args),
         Command::Record(args) => cmd::record::run(&ctx, args),
+        Command::Check(args) => cmd::check::run(&ctx, args),
         Command::Compile(args) => cmd::compile::run(&ctx, args),
         Command::Tangle(args) => cmd::tangle::run(&ctx, args),
         Command::List => cmd::list::run(&ctx),

@@ -9,58 +9,98 @@ pub fn print(view: &LabView) {
         return;
     }
     println!("{} ({})", view.title, view.lab);
+    // The same optional columns as the book: bandwidth, work rate, the kernel's own count.
+    let mut header = vec!["variant".to_string(), "access pattern".to_string()];
+    if view.show_bandwidth {
+        header.extend(["GB/s", "% of ceiling", "% of peak"].map(String::from));
+    }
+    header.extend(view.rate_header.iter().cloned());
+    header.extend(view.counter_header.iter().cloned());
+    header.extend(view.counter_ns_header.iter().cloned());
+    header.extend(["median", "spread"].map(String::from));
     let mut table = Table::new();
     table
         .load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(vec![
-            "variant".to_string(),
-            "access pattern".to_string(),
-            "GB/s".to_string(),
-            "% of ceiling".to_string(),
-            "% of peak".to_string(),
-            "median".to_string(),
-            "spread".to_string(),
-        ]);
+        .set_header(header.clone());
     for row in &view.rows {
-        if let Some(reason) = &row.unavailable {
-            table.add_row(vec![
-                row.label.clone(),
-                row.access.clone(),
-                "n/a".into(),
-                String::new(),
-                String::new(),
-                String::new(),
-                format!("not present: {reason}"),
-            ]);
-            continue;
-        }
-        match &row.problem {
-            Some(problem) => table.add_row(vec![
-                row.label.clone(),
-                row.access.clone(),
-                row.status.clone(),
-                String::new(),
-                String::new(),
-                String::new(),
-                problem.clone(),
-            ]),
-            None => table.add_row(vec![
-                row.label.clone(),
-                row.access.clone(),
-                row.gbs.clone(),
-                row.pct_ceiling.clone(),
-                row.pct_peak.clone(),
-                row.median.clone(),
-                if row.noisy {
+        let mut cells = vec![row.label.clone(), row.access.clone()];
+        let message = match (&row.unavailable, &row.problem) {
+            (Some(reason), _) => Some(("n/a".to_string(), format!("not present: {reason}"))),
+            (None, Some(problem)) => Some((row.status.clone(), problem.clone())),
+            (None, None) => None,
+        };
+        match message {
+            Some((status, text)) => {
+                // Status first, the message in the last column, the rest empty.
+                cells.push(status);
+                cells.resize(header.len() - 1, String::new());
+                cells.push(text);
+            }
+            None => {
+                if view.show_bandwidth {
+                    cells.extend([
+                        row.gbs.clone(),
+                        row.pct_ceiling.clone(),
+                        row.pct_peak.clone(),
+                    ]);
+                }
+                if view.rate_header.is_some() {
+                    cells.push(row.rate.clone());
+                }
+                if view.counter_header.is_some() {
+                    cells.push(row.counter.clone());
+                }
+                if view.counter_ns_header.is_some() {
+                    cells.push(row.counter_ns.clone());
+                }
+                cells.push(row.median.clone());
+                cells.push(if row.noisy {
                     format!("{} noisy", row.spread)
                 } else {
                     row.spread.clone()
-                },
-            ]),
-        };
+                });
+            }
+        }
+        table.add_row(cells);
     }
     println!("{table}");
+    for sentence in view.ratios.iter().chain(&view.ridge) {
+        println!("{sentence}");
+    }
+    if let Some(profile) = &view.profile {
+        let mut counters = Table::new();
+        counters.load_style(UTF8_FULL_CONDENSED).set_header(vec![
+            "variant",
+            "smem ld conflicts",
+            "smem st conflicts",
+            "conflicts/ld",
+            "wavefronts/ld",
+            "ld sectors/req",
+            "st sectors/req",
+            "DRAM read",
+            "DRAM written",
+            "L1→L2 writes",
+        ]);
+        for row in &profile.rows {
+            counters.add_row(vec![
+                row.label.clone(),
+                row.load_conflicts.clone(),
+                row.store_conflicts.clone(),
+                row.conflicts_per_load.clone(),
+                row.wavefronts_per_load.clone(),
+                row.load_sectors_per_request.clone(),
+                row.store_sectors_per_request.clone(),
+                row.dram_read.clone(),
+                row.dram_write.clone(),
+                row.l1_to_l2_writes.clone(),
+            ]);
+        }
+        println!("counters from {}:\n{counters}", profile.tool);
+        if let Some(problem) = &profile.problem {
+            println!("profiler: {problem}");
+        }
+    }
     if view.has_launch_stats {
         let mut stats = Table::new();
         stats.load_style(UTF8_FULL_CONDENSED).set_header(vec![

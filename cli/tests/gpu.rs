@@ -245,10 +245,45 @@ fn every_variant_of_the_real_labs_is_verified_and_timed() {
     let cache = tempfile::tempdir().expect("tempdir");
     let runner = runner(cache.path());
     let kernels = book_kernels();
-    for lab in [
-        real_lab("bandwidth", &[("n", 1 << 24)]),
-        real_lab("transpose", &[("n", 2048)]),
-    ] {
+    // Every ready lab of the book, at smaller sizes where its parameters allow (the hierarchy
+    // labs' variants name their working sets directly, so they run as written).
+    let sizes: &[(&str, &[(&str, i64)])] = &[
+        ("bandwidth", &[("n", 1 << 24)]),
+        ("transpose", &[("n", 2048)]),
+        ("strided", &[("n", 1 << 20)]),
+        ("bank_conflicts", &[("blocks", 1024), ("n", 1024)]),
+        ("host_device", &[("n", 1 << 20)]),
+        ("fusion", &[("rows", 1024), ("cols", 1024)]),
+        (
+            "memory_wall",
+            &[("n", 1 << 20), ("threads", 1 << 18), ("rounds", 256)],
+        ),
+        ("register_pressure", &[("n", 1 << 18)]),
+        ("tile_sweep", &[("n", 2048)]),
+        ("drill_coalesce", &[("n", 1 << 20)]),
+        ("drill_bank_conflict", &[("n", 2048)]),
+        ("padded_transpose", &[("n", 2048)]),
+        ("profile_transpose", &[("n", 2048)]),
+        ("hierarchy", &[]),
+        ("hierarchy_bandwidth", &[]),
+    ];
+    let ready: Vec<String> = std::fs::read_dir(repo().join("labs"))
+        .expect("labs/")
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            match kernelbook_core::spec::LabFile::load(&path).ok()? {
+                kernelbook_core::spec::LabFile::Ready(lab) => Some(lab.name.clone()),
+                kernelbook_core::spec::LabFile::Planned(_) => None,
+            }
+        })
+        .collect();
+    for name in &ready {
+        assert!(
+            sizes.iter().any(|(lab, _)| lab == name),
+            "lab `{name}` is not covered by this test: add it with small sizes"
+        );
+    }
+    for lab in sizes.iter().map(|(name, params)| real_lab(name, params)) {
         let results = runner
             .measure(&lab, &kernels, &mut Quiet)
             .expect("measured");

@@ -7,6 +7,7 @@
 //! solution = "solution"    # the variant with the book's reference solution
 //! min_speedup = 2.0        # the learner's kernel must run at least this many times faster
 //! min_blocks_per_sm = 2    # optional: at least this many resident blocks per SM
+//! hint = "Which addresses do neighbouring lanes touch?"  # optional: shown when it is too slow
 //! ```
 
 use serde::Deserialize;
@@ -27,6 +28,10 @@ pub struct ExerciseSpec {
     /// Resident blocks per SM a passing kernel must allow (from the occupancy API).
     #[serde(default)]
     pub min_blocks_per_sm: Option<u32>,
+    /// What to say to a learner whose kernel is correct but not fast enough (or allows too few
+    /// blocks per SM); a generic hint when absent.
+    #[serde(default)]
+    pub hint: Option<String>,
 }
 
 fn default_min_speedup() -> f64 {

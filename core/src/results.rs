@@ -26,6 +26,66 @@ pub struct LabResults {
     /// The variant whose bandwidth is 100 % in the "% of ceiling" column.
     pub ceiling: Option<String>,
     pub variants: Vec<VariantResult>,
+    /// Hardware counters from a profiler run of the lab's kernels, for labs that ask for one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<ProfileRun>,
+}
+
+/// What Nsight Compute said about the lab's kernels (`profile = true` in the lab file), or why
+/// it could not say.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfileRun {
+    /// e.g. "Nsight Compute (ncu) 2025.3.0".
+    pub tool: String,
+    /// One entry per profiled variant, in the lab's order.
+    pub kernels: Vec<ProfiledVariant>,
+    /// Why some or all kernels have no counters (no ncu, no permission...).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProfiledVariant {
+    pub variant: String,
+    pub counters: KernelProfile,
+}
+
+/// The figures the book shows for one launch, derived from its [`KernelCounters`]. A figure is
+/// `None` where a metric it needs is missing, or where it would divide by zero (sectors per
+/// request of a kernel that makes no such request).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelProfile {
+    pub kernel: String,
+    pub launch_id: u64,
+    #[serde(default)]
+    pub duration_ns: Option<f64>,
+    #[serde(default)]
+    pub shared_load_bank_conflicts: Option<f64>,
+    #[serde(default)]
+    pub shared_store_bank_conflicts: Option<f64>,
+    #[serde(default)]
+    pub shared_load_instructions: Option<f64>,
+    /// Bank conflicts per shared load (warp) instruction: 31 for a 32-way conflict, ≈ 0 without.
+    #[serde(default)]
+    pub conflicts_per_shared_load: Option<f64>,
+    /// Shared-memory wavefronts per shared load instruction: 1 is ideal for 4-byte accesses.
+    #[serde(default)]
+    pub wavefronts_per_shared_load: Option<f64>,
+    /// 4 for 32 consecutive 4-byte words, 32 when every lane needs its own sector.
+    #[serde(default)]
+    pub global_load_sectors_per_request: Option<f64>,
+    #[serde(default)]
+    pub global_store_sectors_per_request: Option<f64>,
+    #[serde(default)]
+    pub dram_read_bytes: Option<f64>,
+    #[serde(default)]
+    pub dram_write_bytes: Option<f64>,
+    /// Read plus written, where both are known.
+    #[serde(default)]
+    pub dram_bytes: Option<f64>,
+    /// Bytes L1 wrote to L2 (write sectors × 32 B): where an uncoalesced store's waste shows.
+    #[serde(default)]
+    pub l2_write_bytes_from_l1: Option<f64>,
 }
 
 /// Where and how the numbers were obtained.
@@ -99,6 +159,52 @@ pub struct VariantResult {
     /// What a peer was, where it ran (e.g. "cuBLAS 13.0 geam", "torch 2.11.0").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub implementation: Option<String>,
+    /// Work besides moving bytes, for a rate column (e.g. FLOP, dependent loads).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work: Option<Work>,
+    /// A value the kernel measured itself, one per timed sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counter: Option<CounterResult>,
+    /// Fingerprints of the other kernels the variant launches (setup and later stages).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub other_kernels: std::collections::BTreeMap<String, String>,
+}
+
+/// Units of work one run of a variant does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Work {
+    pub count: u64,
+    pub unit: String,
+}
+
+/// What a kernel measured itself, already divided by `per`, one value per timed sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterResult {
+    pub unit: String,
+    pub per: u64,
+    pub values: Vec<f64>,
+}
+
+impl CounterResult {
+    /// The median of the per-sample values.
+    pub fn median(&self) -> Option<f64> {
+        let mut sorted: Vec<f64> = self
+            .values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .collect();
+        if sorted.is_empty() {
+            return None;
+        }
+        sorted.sort_by(f64::total_cmp);
+        let mid = sorted.len() / 2;
+        Some(if sorted.len().is_multiple_of(2) {
+            (sorted[mid - 1] + sorted[mid]) / 2.0
+        } else {
+            sorted[mid]
+        })
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -282,6 +388,9 @@ pub(crate) mod tests {
                 samples_ms: vec![median_ms],
             },
             implementation: None,
+            work: None,
+            counter: None,
+            other_kernels: Default::default(),
         }
     }
 
@@ -306,6 +415,7 @@ pub(crate) mod tests {
                 measured("memcpy", 4_000_000_000, 1.0),
                 measured("copy", 3_000_000_000, 1.0),
             ],
+            profile: None,
         }
     }
 

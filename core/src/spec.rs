@@ -6,7 +6,7 @@
 use crate::expr::{Expr, ExprError, Params};
 use crate::line_of_offset;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -42,6 +42,26 @@ pub struct LabSpec {
     /// A plot of the rows' bandwidth against each variant's `plot_x`, drawn beside the table.
     #[serde(default)]
     pub plot: Option<PlotSpec>,
+    /// Flush the L2 before every timed sample (the default). Labs that measure the caches
+    /// themselves set `flush_l2 = false` and rely on the warm-up runs to fill them.
+    #[serde(default = "default_true")]
+    pub flush_l2: bool,
+    /// Work every variant does besides moving bytes, unless a variant says otherwise.
+    #[serde(default)]
+    pub work: Option<WorkSpec>,
+    /// A value every kernel measures itself, unless a variant says otherwise.
+    #[serde(default)]
+    pub counter: Option<CounterSpec>,
+    /// Pairs of variants `[slow, fast]` whose time ratio the page states under the table.
+    #[serde(default)]
+    pub ratios: Vec<[String; 2]>,
+    /// A ridge point computed from two variants: a compute rate over a bandwidth.
+    #[serde(default)]
+    pub ridge: Option<RidgeSpec>,
+    /// Profile each kernel variant under Nsight Compute after measuring it, where `ncu` is
+    /// installed, and show its memory counters under the table.
+    #[serde(default)]
+    pub profile: bool,
     /// Makes the lab an exercise `kernelbook check` can grade.
     #[serde(default)]
     pub exercise: Option<crate::exercise::ExerciseSpec>,
@@ -50,6 +70,64 @@ pub struct LabSpec {
     pub file: PathBuf,
     #[serde(skip)]
     text: String,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// Work a variant does besides moving bytes (floating-point operations, dependent loads...):
+/// the table shows its rate (`count` / time) and the time per unit.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkSpec {
+    /// Units of work per run of the variant.
+    pub count: Expr,
+    /// What one unit is, singular: "FLOP", "load", "shared load".
+    pub unit: String,
+}
+
+/// A value the kernel measures itself (e.g. `clock64()` cycles around a timed loop) and writes
+/// to element 0 of a `u64` buffer; the table shows it divided by `per`, in `unit`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CounterSpec {
+    pub buffer: String,
+    pub per: Expr,
+    /// What the quotient is, e.g. "cycles per load".
+    pub unit: String,
+}
+
+/// The ridge point of the roofline, measured: the work rate of `compute` (FLOP/s) over the
+/// bandwidth of `memory` (bytes/s), in FLOP per byte.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RidgeSpec {
+    pub compute: String,
+    pub memory: String,
+}
+
+/// One more launch of a kernel of the book, before a variant's kernel (`setup`, untimed) or
+/// after it (`then`, timed with it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchSpec {
+    pub kernel: Spanned<String>,
+    pub grid: Vec<Expr>,
+    pub block: Vec<Expr>,
+    #[serde(default)]
+    pub shared_bytes: Option<Expr>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Preprocessor definitions for this kernel (`-DNAME=VALUE`).
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+}
+
+impl LaunchSpec {
+    pub fn kernel_name(&self) -> &str {
+        self.kernel.get_ref()
+    }
 }
 
 /// A lab the book already describes whose kernels are not written yet (`planned = true`): it
@@ -176,13 +254,14 @@ pub enum ElemType {
     F64,
     I32,
     U32,
+    U64,
 }
 
 impl ElemType {
     pub fn size(self) -> usize {
         match self {
             ElemType::F32 | ElemType::I32 | ElemType::U32 => 4,
-            ElemType::F64 => 8,
+            ElemType::F64 | ElemType::U64 => 8,
         }
     }
 
@@ -199,6 +278,7 @@ impl ElemType {
             ElemType::F64 => format!("{:?}", f64::from_le_bytes(arr(bytes))),
             ElemType::I32 => i32::from_le_bytes(arr(bytes)).to_string(),
             ElemType::U32 => u32::from_le_bytes(arr(bytes)).to_string(),
+            ElemType::U64 => u64::from_le_bytes(arr(bytes)).to_string(),
         }
     }
 }
@@ -214,7 +294,9 @@ pub enum Fill {
     Zero,
 }
 
-/// The CPU reference a lab's output is checked against.
+/// The CPU reference a lab's output is checked against. Most are compared bit for bit; those
+/// whose floats a GPU may round differently (`tanhf`, a compiler's choice of fused operations)
+/// within a tolerance ([`CheckSpec::tolerance`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "reference", rename_all = "snake_case", deny_unknown_fields)]
 pub enum CheckSpec {
@@ -234,14 +316,122 @@ pub enum CheckSpec {
         count: Expr,
         stride: Expr,
     },
+    /// `output[i] = factor * input[i]` (f32): one IEEE multiply, so bit for bit.
+    Scale {
+        input: String,
+        output: String,
+        factor: Expr,
+    },
+    /// Column sums of each 32-row strip of an n × n f32 matrix:
+    /// `output[t * n + c] = Σ_{r < 32} input[(32 t + r) * n + c]`, added in row order, so bit for
+    /// bit (a sum in another order rounds differently, and the drill asks for this order).
+    ColumnSums {
+        input: String,
+        output: String,
+        n: Expr,
+    },
+    /// The shared-memory column-read microbenchmark (u32, wrapping): block `b` stages
+    /// `tile[i][j] = input[b * 1024 + 32 i + j]` and thread (x, y) of its 32 × 8 threads writes
+    /// `output[b * 256 + 32 y + x] = Σ_{r < reps} tile[x][(y + r) mod 32]`.
+    SharedColumnReads {
+        input: String,
+        output: String,
+        blocks: Expr,
+        reps: Expr,
+    },
+    /// The register-pressure kernel (f32): 64 accumulators per element, `iters` rounds of
+    /// `acc[k] = fma(acc[k], 0.999, 0.001 * acc[(k + 7) mod 64])` in order, then their sum.
+    RegisterPressure {
+        input: String,
+        output: String,
+        count: Expr,
+        iters: Expr,
+    },
+    /// A pointer chase over `nodes` slots `spacing` u32 apart, visited in the order of
+    /// [`chase_slot`]: after `warm` warm-up steps and `steps` more, `output[0]` is the index
+    /// reached.
+    PointerChase {
+        output: String,
+        nodes: Expr,
+        spacing: Expr,
+        warm: Expr,
+        steps: Expr,
+    },
+    /// `output[0]` = `times` × (Σ input[0..count]), u32 wrapping.
+    WrappingSum {
+        input: String,
+        output: String,
+        count: Expr,
+        times: Expr,
+    },
+    /// `output = dropout(gelu(input + bias))` over a rows × cols f32 matrix, bias per column,
+    /// GELU in its tanh form, an element dropped when `dropout_hash(seed, i) < threshold` and the
+    /// rest scaled by 2^32 / (2^32 − threshold).
+    BiasGeluDropout {
+        input: String,
+        bias: String,
+        output: String,
+        rows: Expr,
+        cols: Expr,
+        threshold: Expr,
+        seed: Expr,
+    },
+    /// `chains` independent FMA chains per element: `v_k = input[i] + k`, then `rounds` times
+    /// `v_k = fma(v_k, 0.9999, 0.0001)`, and `output[i] = Σ_k v_k` in order (bit for bit: a fused
+    /// multiply-add rounds once everywhere).
+    FmaChains {
+        input: String,
+        output: String,
+        count: Expr,
+        chains: Expr,
+        rounds: Expr,
+    },
+}
+
+/// About how many elements a sampled check compares ([`CheckSpec::sample_stride`]).
+pub const SAMPLED_ELEMENTS: usize = 16384;
+
+/// The slot a pointer chase over `nodes` slots (a power of two) visits at position `k` of its
+/// lap: a bijection of `0..nodes` that scatters neighbours (odd multiply, then xor-shift, twice),
+/// so that no stride or prefetch pattern helps. The lab's CUDA kernel computes the same.
+pub fn chase_slot(k: u64, nodes: u64) -> u64 {
+    let mask = nodes.saturating_sub(1);
+    let bits = u64::from(mask.count_ones());
+    let mut x = k & mask;
+    x = x.wrapping_mul(0x9E37_79B1) & mask;
+    x ^= x >> (bits / 2).max(1);
+    x = x.wrapping_mul(0x85EB_CA6B) & mask;
+    x ^= x >> (bits / 3).max(1);
+    x & mask
+}
+
+/// The dropout decision's hash of element `i` (a 32-bit integer mix, murmur3's finaliser), the
+/// same in the lab's CUDA kernel.
+pub fn dropout_hash(seed: u32, i: u32) -> u32 {
+    let mut h = i ^ seed.wrapping_mul(0x9E37_79B9);
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85EB_CA6B);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xC2B2_AE35);
+    h ^= h >> 16;
+    h
 }
 
 impl CheckSpec {
-    pub fn input(&self) -> &str {
+    /// The buffers the reference reads (host copies of random-filled buffers).
+    pub fn inputs(&self) -> Vec<&str> {
         match self {
             CheckSpec::Copy { input, .. }
             | CheckSpec::Transpose { input, .. }
-            | CheckSpec::StridedGather { input, .. } => input,
+            | CheckSpec::StridedGather { input, .. }
+            | CheckSpec::Scale { input, .. }
+            | CheckSpec::ColumnSums { input, .. }
+            | CheckSpec::SharedColumnReads { input, .. }
+            | CheckSpec::RegisterPressure { input, .. }
+            | CheckSpec::WrappingSum { input, .. }
+            | CheckSpec::FmaChains { input, .. } => vec![input],
+            CheckSpec::BiasGeluDropout { input, bias, .. } => vec![input, bias],
+            CheckSpec::PointerChase { .. } => Vec::new(),
         }
     }
 
@@ -249,7 +439,90 @@ impl CheckSpec {
         match self {
             CheckSpec::Copy { output, .. }
             | CheckSpec::Transpose { output, .. }
-            | CheckSpec::StridedGather { output, .. } => output,
+            | CheckSpec::StridedGather { output, .. }
+            | CheckSpec::Scale { output, .. }
+            | CheckSpec::ColumnSums { output, .. }
+            | CheckSpec::SharedColumnReads { output, .. }
+            | CheckSpec::RegisterPressure { output, .. }
+            | CheckSpec::PointerChase { output, .. }
+            | CheckSpec::WrappingSum { output, .. }
+            | CheckSpec::BiasGeluDropout { output, .. }
+            | CheckSpec::FmaChains { output, .. } => output,
+        }
+    }
+
+    /// The size expressions of the reference, with their names.
+    pub fn exprs(&self) -> Vec<(&'static str, &Expr)> {
+        match self {
+            CheckSpec::Copy { .. } => Vec::new(),
+            CheckSpec::Transpose { rows, cols, .. } => vec![("rows", rows), ("cols", cols)],
+            CheckSpec::StridedGather { count, stride, .. } => {
+                vec![("count", count), ("stride", stride)]
+            }
+            CheckSpec::Scale { factor, .. } => vec![("factor", factor)],
+            CheckSpec::ColumnSums { n, .. } => vec![("n", n)],
+            CheckSpec::SharedColumnReads { blocks, reps, .. } => {
+                vec![("blocks", blocks), ("reps", reps)]
+            }
+            CheckSpec::RegisterPressure { count, iters, .. } => {
+                vec![("count", count), ("iters", iters)]
+            }
+            CheckSpec::PointerChase {
+                nodes,
+                spacing,
+                warm,
+                steps,
+                ..
+            } => vec![
+                ("nodes", nodes),
+                ("spacing", spacing),
+                ("warm", warm),
+                ("steps", steps),
+            ],
+            CheckSpec::WrappingSum { count, times, .. } => vec![("count", count), ("times", times)],
+            CheckSpec::BiasGeluDropout {
+                rows,
+                cols,
+                threshold,
+                seed,
+                ..
+            } => vec![
+                ("rows", rows),
+                ("cols", cols),
+                ("threshold", threshold),
+                ("seed", seed),
+            ],
+            CheckSpec::FmaChains {
+                count,
+                chains,
+                rounds,
+                ..
+            } => vec![("count", count), ("chains", chains), ("rounds", rounds)],
+        }
+    }
+
+    /// Which output elements the check compares: every one (1), or, for references whose CPU
+    /// cost equals the kernel's whole arithmetic (a compute-bound kernel), about
+    /// [`SAMPLED_ELEMENTS`] evenly spread ones. The stride is odd, so the sample falls on every
+    /// lane position of a warp and every residue of a power-of-two block.
+    pub fn sample_stride(&self, params: &crate::expr::Params) -> Result<usize, ExprError> {
+        let count = match self {
+            CheckSpec::RegisterPressure { count, .. } | CheckSpec::FmaChains { count, .. } => {
+                count.eval(params)?
+            }
+            _ => return Ok(1),
+        };
+        let stride = usize::try_from(count).unwrap_or(0) / SAMPLED_ELEMENTS;
+        Ok(if stride <= 1 { 1 } else { stride | 1 })
+    }
+
+    /// `(relative, absolute)` tolerance for references whose floats a GPU may round
+    /// differently; `None` means bit for bit.
+    pub fn tolerance(&self) -> Option<(f64, f64)> {
+        match self {
+            CheckSpec::RegisterPressure { .. } => Some((1e-5, 1e-6)),
+            CheckSpec::BiasGeluDropout { .. } => Some((1e-5, 1e-6)),
+            _ => None,
         }
     }
 }
@@ -266,6 +539,14 @@ pub enum Builtin {
     LibraryTranspose,
     /// PyTorch's `x.t().contiguous()`, where a `python3` with torch is found; likewise.
     TorchTranspose,
+    /// A copy of `src`'s contents from ordinary (pageable) host memory into `dst`.
+    HostToDevicePageable,
+    /// The same from page-locked (pinned) host memory.
+    HostToDevicePinned,
+    /// A copy of `src` into pageable host memory, checked by copying it back into `dst`.
+    DeviceToHostPageable,
+    /// The same into pinned host memory.
+    DeviceToHostPinned,
 }
 
 impl Builtin {
@@ -275,7 +556,16 @@ impl Builtin {
             Builtin::Memcpy => "memcpy",
             Builtin::LibraryTranspose => "library_transpose",
             Builtin::TorchTranspose => "torch_transpose",
+            Builtin::HostToDevicePageable => "host_to_device_pageable",
+            Builtin::HostToDevicePinned => "host_to_device_pinned",
+            Builtin::DeviceToHostPageable => "device_to_host_pageable",
+            Builtin::DeviceToHostPinned => "device_to_host_pinned",
         }
+    }
+
+    /// A copy that checks like `memcpy`: `dst` must equal `src`.
+    pub fn is_copy(self) -> bool {
+        !matches!(self, Builtin::LibraryTranspose | Builtin::TorchTranspose)
     }
 }
 
@@ -312,6 +602,24 @@ pub struct VariantSpec {
     /// Where the row stands on the lab's plot.
     #[serde(default)]
     pub plot_x: Option<f64>,
+    /// Preprocessor definitions for the variant's kernel (`-DNAME=VALUE`), e.g. a tile size or
+    /// the `__launch_bounds__` of a sweep.
+    #[serde(default)]
+    pub defines: BTreeMap<String, String>,
+    /// Launches run once before the variant is checked, untimed (e.g. building a pointer chain).
+    #[serde(default)]
+    pub setup: Vec<LaunchSpec>,
+    /// Launches run after the variant's kernel and timed with it (e.g. the later stages of an
+    /// unfused pipeline).
+    #[serde(default)]
+    pub then: Vec<LaunchSpec>,
+    #[serde(default)]
+    pub work: Option<WorkSpec>,
+    #[serde(default)]
+    pub counter: Option<CounterSpec>,
+    /// Overrides the lab's `flush_l2` for this variant.
+    #[serde(default)]
+    pub flush_l2: Option<bool>,
 }
 
 impl VariantSpec {
@@ -322,6 +630,24 @@ impl VariantSpec {
     pub fn kernel_name(&self) -> Option<&str> {
         self.kernel.as_ref().map(|k| k.get_ref().as_str())
     }
+
+    /// Every kernel the variant launches: setup, its own, then the later stages.
+    pub fn kernel_names(&self) -> Vec<&str> {
+        let setup = self.setup.iter().map(LaunchSpec::kernel_name);
+        let then = self.then.iter().map(LaunchSpec::kernel_name);
+        setup.chain(self.kernel_name()).chain(then).collect()
+    }
+}
+
+/// NVRTC options for a kernel: the lab's flags, then its definitions.
+pub fn compile_flags(lab_flags: &[String], defines: &BTreeMap<String, String>) -> Vec<String> {
+    let mut flags = lab_flags.to_vec();
+    flags.extend(
+        defines
+            .iter()
+            .map(|(name, value)| format!("-D{name}={value}")),
+    );
+    flags
 }
 
 /// A kernel argument, resolved against the lab's buffers.
@@ -338,6 +664,8 @@ pub enum ScalarType {
     I64,
     U32,
     U64,
+    /// An integer expression passed as a float (`"3:f32"`).
+    F32,
 }
 
 /// Something wrong with a lab file, with the place it was found.
@@ -402,17 +730,28 @@ impl LabSpec {
 
     /// The kernels of the book this lab runs, in variant order, with the line naming each.
     pub fn kernel_refs(&self) -> Vec<(&str, usize)> {
+        fn at<'a>(text: &str, k: &'a Spanned<String>) -> (&'a str, usize) {
+            (k.get_ref().as_str(), line_of_offset(text, k.span().start))
+        }
+        let at = |k| at(&self.text, k);
         self.variants
             .iter()
-            .filter_map(|v| {
-                v.kernel.as_ref().map(|k| {
-                    (
-                        k.get_ref().as_str(),
-                        line_of_offset(&self.text, k.span().start),
-                    )
-                })
+            .flat_map(|v| {
+                let setup = v.setup.iter().map(|l| at(&l.kernel));
+                let then = v.then.iter().map(|l| at(&l.kernel));
+                setup.chain(v.kernel.as_ref().map(at)).chain(then)
             })
             .collect()
+    }
+
+    /// The work `variant` does, if the lab or the variant declares any.
+    pub fn work_for<'a>(&'a self, variant: &'a VariantSpec) -> Option<&'a WorkSpec> {
+        variant.work.as_ref().or(self.work.as_ref())
+    }
+
+    /// The self-measured value `variant` reports, if any.
+    pub fn counter_for<'a>(&'a self, variant: &'a VariantSpec) -> Option<&'a CounterSpec> {
+        variant.counter.as_ref().or(self.counter.as_ref())
     }
 
     /// An error about this lab at the first line containing `needle` (line 1 if none does).
@@ -439,7 +778,12 @@ impl LabSpec {
 
     /// Resolves a variant's argument list.
     pub fn args(&self, variant: &VariantSpec) -> Result<Vec<ArgSpec>, LabError> {
-        variant.args.iter().map(|arg| self.parse_arg(arg)).collect()
+        self.parse_args(&variant.args)
+    }
+
+    /// Resolves an argument list (a variant's or an extra launch's).
+    pub fn parse_args(&self, args: &[String]) -> Result<Vec<ArgSpec>, LabError> {
+        args.iter().map(|arg| self.parse_arg(arg)).collect()
     }
 
     fn parse_arg(&self, arg: &str) -> Result<ArgSpec, LabError> {
@@ -451,10 +795,13 @@ impl LabSpec {
             Some((expr, "i64")) => (expr, ScalarType::I64),
             Some((expr, "u32")) => (expr, ScalarType::U32),
             Some((expr, "u64")) => (expr, ScalarType::U64),
+            Some((expr, "f32")) => (expr, ScalarType::F32),
             Some((_, other)) => {
                 return Err(self.error_at(
                     arg,
-                    format!("argument `{arg}`: unknown type `{other}` (use i32, i64, u32 or u64)"),
+                    format!(
+                        "argument `{arg}`: unknown type `{other}` (use i32, i64, u32, u64 or f32)"
+                    ),
                 ));
             }
             None => (arg, ScalarType::I32),
@@ -506,6 +853,19 @@ impl LabSpec {
                 return Err(self.error_at(
                     &format!("\"{}\"", variant.name),
                     format!("variant `{}` is defined twice", variant.name),
+                ));
+            }
+        }
+        let named = self.ratios.iter().flatten().chain(
+            self.ridge
+                .iter()
+                .flat_map(|ridge| [&ridge.compute, &ridge.memory]),
+        );
+        for name in named {
+            if self.variant(name).is_none() {
+                return Err(self.error_at(
+                    &format!("\"{name}\""),
+                    format!("`{name}` (in ratios or ridge) is not a variant of this lab"),
                 ));
             }
         }
@@ -582,25 +942,7 @@ impl LabSpec {
                 )));
             }
             (Some(_), None) => {
-                for (what, dims) in [("grid", &variant.grid), ("block", &variant.block)] {
-                    if dims.is_empty() || dims.len() > 3 {
-                        return Err(here(format!(
-                            "variant `{}`: `{what}` needs 1 to 3 dimensions",
-                            variant.name
-                        )));
-                    }
-                    for dim in dims {
-                        let value = dim.eval(&self.params).map_err(|err| {
-                            here(format!("variant `{}`: {what}: {err}", variant.name))
-                        })?;
-                        if value <= 0 || value > i64::from(i32::MAX) {
-                            return Err(here(format!(
-                                "variant `{}`: {what} dimension `{dim}` is {value}; it must be between 1 and 2147483647",
-                                variant.name
-                            )));
-                        }
-                    }
-                }
+                self.validate_dims(&variant.name, &variant.grid, &variant.block)?;
                 if let Some(bytes) = &variant.shared_bytes {
                     self.check_expr(bytes, "shared_bytes")?;
                 }
@@ -618,7 +960,7 @@ impl LabSpec {
                         variant.name
                     )));
                 }
-                if builtin != Builtin::Memcpy
+                if !builtin.is_copy()
                     && !matches!(self.check_for(variant), CheckSpec::Transpose { .. })
                 {
                     return Err(here(format!(
@@ -632,6 +974,48 @@ impl LabSpec {
         if let Some(bytes) = &variant.bytes {
             self.check_expr(bytes, "bytes")?;
         }
+        for launch in variant.setup.iter().chain(&variant.then) {
+            self.validate_dims(&variant.name, &launch.grid, &launch.block)?;
+            if let Some(bytes) = &launch.shared_bytes {
+                self.check_expr(bytes, "shared_bytes")?;
+            }
+            self.parse_args(&launch.args)?;
+            self.validate_defines(&variant.name, &launch.defines)?;
+        }
+        if (!variant.setup.is_empty() || !variant.then.is_empty()) && variant.kernel.is_none() {
+            return Err(here(format!(
+                "variant `{}`: `setup` and `then` go with a kernel, not a builtin",
+                variant.name
+            )));
+        }
+        self.validate_defines(&variant.name, &variant.defines)?;
+        if let Some(work) = self.work_for(variant) {
+            self.check_expr(&work.count, "work.count")?;
+        }
+        if let Some(counter) = self.counter_for(variant) {
+            self.check_expr(&counter.per, "counter.per")?;
+            match self.buffer(&counter.buffer) {
+                Some(buffer) if buffer.elem == ElemType::U64 => {}
+                Some(_) => {
+                    return Err(self.error_at(
+                        &counter.buffer,
+                        format!(
+                            "counter buffer `{}` must have elem = \"u64\"",
+                            counter.buffer
+                        ),
+                    ));
+                }
+                None => {
+                    return Err(self.error_at(
+                        &counter.buffer,
+                        format!(
+                            "counter buffer `{}` is not a buffer of the lab",
+                            counter.buffer
+                        ),
+                    ));
+                }
+            }
+        }
         if let Some(check) = &variant.check {
             self.validate_check(check, &format!("\"{}\"", variant.name))?;
         }
@@ -639,9 +1023,60 @@ impl LabSpec {
         Ok(())
     }
 
+    fn validate_dims(&self, variant: &str, grid: &[Expr], block: &[Expr]) -> Result<(), LabError> {
+        let here = |message: String| self.error_at(&format!("\"{variant}\""), message);
+        for (what, dims) in [("grid", grid), ("block", block)] {
+            if dims.is_empty() || dims.len() > 3 {
+                return Err(here(format!(
+                    "variant `{variant}`: `{what}` needs 1 to 3 dimensions"
+                )));
+            }
+            for dim in dims {
+                let value = dim
+                    .eval(&self.params)
+                    .map_err(|err| here(format!("variant `{variant}`: {what}: {err}")))?;
+                if value <= 0 || value > i64::from(i32::MAX) {
+                    return Err(here(format!(
+                        "variant `{variant}`: {what} dimension `{dim}` is {value}; it must be between 1 and 2147483647"
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn validate_defines(
+        &self,
+        variant: &str,
+        defines: &BTreeMap<String, String>,
+    ) -> Result<(), LabError> {
+        for (name, value) in defines {
+            let identifier = name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            // The value becomes one compiler option: no whitespace that would split it.
+            if !identifier || value.is_empty() || value.chars().any(char::is_whitespace) {
+                return Err(self.error_at(
+                    name,
+                    format!(
+                        "variant `{variant}`: define `{name} = \"{value}\"` must be an identifier and a value without spaces"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn validate_check(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
-        for (role, name) in [("input", check.input()), ("output", check.output())] {
-            let line_of_name = format!("{role} = \"{name}\"");
+        let inputs = check.inputs();
+        let roles = inputs
+            .iter()
+            .map(|name| ("input", *name))
+            .chain([("output", check.output())]);
+        for (role, name) in roles {
+            let line_of_name = format!("= \"{name}\"");
             let near = if self.text.contains(&line_of_name) {
                 line_of_name.as_str()
             } else {
@@ -654,22 +1089,14 @@ impl LabSpec {
                         format!("the check names buffer `{name}`, which the lab does not define"),
                     ));
                 }
-                Some(buffer) if name == check.input() && buffer.fill == Fill::Poison => {
+                Some(buffer) if role == "input" && buffer.fill == Fill::Poison => {
                     return Err(self.error_at(near, format!("the check's input `{name}` is a poisoned buffer; give it `fill = \"random\"`")));
                 }
                 Some(_) => {}
             }
         }
-        match check {
-            CheckSpec::Transpose { rows, cols, .. } => {
-                self.check_expr(rows, "check.rows")?;
-                self.check_expr(cols, "check.cols")?;
-            }
-            CheckSpec::StridedGather { count, stride, .. } => {
-                self.check_expr(count, "check.count")?;
-                self.check_expr(stride, "check.stride")?;
-            }
-            CheckSpec::Copy { .. } => {}
+        for (name, expr) in check.exprs() {
+            self.check_expr(expr, &format!("check.{name}"))?;
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 //! run. Coordinates are computed here; `templates/plot.hbs` only places them.
 
 use kernelbook_core::bandwidth::strided_copy_efficiency;
-use kernelbook_core::results::LabResults;
+use kernelbook_core::results::{LabResults, Outcome, VariantResult};
 use kernelbook_core::spec::{LabSpec, Model};
 use serde::Serialize;
 
@@ -45,18 +45,58 @@ pub struct PlotView {
     pub model_points: Option<String>,
     pub model_label: Option<String>,
     pub legend_x: f64,
+    /// What the y axis shows: "GB/s", "cycles per load", "TFLOP/s".
+    pub y_label: String,
+}
+
+/// A plotted row's y value.
+type YOf = Box<dyn Fn(&VariantResult) -> Option<f64>>;
+
+/// What a plot's y axis shows, picked from what the lab measures: the kernel's own count if it
+/// reports one, else its work rate if the lab declares work, else effective bandwidth.
+fn y_metric(lab: &LabSpec, results: &LabResults) -> (String, YOf) {
+    if let Some(counter) = &lab.counter {
+        let unit = counter.unit.clone();
+        return (
+            unit,
+            Box::new(|v: &VariantResult| v.counter.as_ref()?.median()),
+        );
+    }
+    if let Some(work) = &lab.work {
+        let rate = |v: &VariantResult| -> Option<f64> {
+            let work = v.work.as_ref()?;
+            match &v.outcome {
+                Outcome::Measured { summary, .. } if summary.median_ms > 0.0 => {
+                    Some(work.count as f64 / (summary.median_ms / 1000.0))
+                }
+                _ => None,
+            }
+        };
+        let top = results.variants.iter().filter_map(rate).fold(0.0, f64::max);
+        let (divisor, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M")]
+            .into_iter()
+            .find(|(d, _)| top >= *d)
+            .unwrap_or((1.0, ""));
+        let label = format!("{prefix}{}/s", work.unit);
+        return (
+            label,
+            Box::new(move |v: &VariantResult| rate(v).map(|r| r / divisor)),
+        );
+    }
+    ("GB/s".into(), Box::new(VariantResult::effective_gbs))
 }
 
 /// The plot of `results` as `lab` describes it; `None` if the lab has no plot or nothing was
 /// measured at a plotted position.
 pub fn plot_view(lab: &LabSpec, results: &LabResults) -> Option<PlotView> {
     let spec = lab.plot.as_ref()?;
+    let (y_label, y_of) = y_metric(lab, results);
     let measured: Vec<(f64, f64, String)> = results
         .variants
         .iter()
         .filter_map(|v| {
             let x = lab.variant(&v.name)?.plot_x?;
-            let gbs = v.effective_gbs()?;
+            let gbs = y_of(v)?;
             Some((
                 x,
                 gbs,
@@ -108,7 +148,7 @@ pub fn plot_view(lab: &LabSpec, results: &LabResults) -> Option<PlotView> {
         .take_while(|v| *v <= y_max + step / 2.0)
         .map(|v| Tick {
             pos: round(sy(v)),
-            label: format!("{v:.0}"),
+            label: format_value(v),
         })
         .collect();
     let points = measured
@@ -116,7 +156,7 @@ pub fn plot_view(lab: &LabSpec, results: &LabResults) -> Option<PlotView> {
         .map(|(x, gbs, label)| Point {
             x: round(sx(*x)),
             y: round(sy(*gbs)),
-            label: format!("{label}: {gbs:.0} GB/s"),
+            label: format!("{label}: {} {y_label}", format_value(*gbs)),
         })
         .collect();
     let model_points = spec.model.and(ceiling).map(|_| {
@@ -145,6 +185,7 @@ pub fn plot_view(lab: &LabSpec, results: &LabResults) -> Option<PlotView> {
         model_points,
         model_label,
         legend_x: WIDTH - RIGHT - 8.0,
+        y_label,
     })
 }
 
@@ -165,6 +206,17 @@ pub fn nice_axis(top: f64) -> (f64, f64) {
 
 fn round(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
+}
+
+/// A y value: whole numbers from 10 up, one or two decimals below.
+fn format_value(v: f64) -> String {
+    if v.abs() >= 10.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
 }
 
 fn format_number(x: f64) -> String {
@@ -254,6 +306,9 @@ plot_x = 8
                 samples_ms: vec![median_ms],
             },
             implementation: None,
+            work: None,
+            counter: None,
+            other_kernels: Default::default(),
         }
     }
 
@@ -290,6 +345,7 @@ plot_x = 8
             ceiling: Some("s1".into()),
             // 4000 GB/s at stride 1, 1000 GB/s at stride 8.
             variants: vec![measured("s1", 0.002), measured("s8", 0.008)],
+            profile: None,
         }
     }
 

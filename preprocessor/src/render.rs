@@ -37,6 +37,11 @@ pub struct RowView {
     pub shared: String,
     pub blocks_per_sm: String,
     pub occupancy: String,
+    /// The work rate in the lab's rate unit ([`LabView::rate_header`]), if the variant does work.
+    pub rate: String,
+    /// The kernel's own measurement (median), and in nanoseconds at the recorded SM clock.
+    pub counter: String,
+    pub counter_ns: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -85,6 +90,82 @@ pub struct LabView {
     pub problems: Vec<ProblemView>,
     pub plot: Option<crate::plot::PlotView>,
     pub missing: Option<String>,
+    /// Whether the lab moves bytes worth a bandwidth column (a latency lab does not).
+    pub show_bandwidth: bool,
+    /// The header of the work-rate column, e.g. "TFLOP/s"; no column when `None`.
+    pub rate_header: Option<String>,
+    /// The header of the kernel-measured column, e.g. "cycles per load".
+    pub counter_header: Option<String>,
+    /// Whether the counter is in cycles and an SM clock was recorded, for a nanoseconds column.
+    pub counter_ns_header: Option<String>,
+    /// How many data columns a row has after the label and access pattern.
+    pub data_columns: usize,
+    /// Sentences comparing two variants' times, from the lab's `ratios`.
+    pub ratios: Vec<String>,
+    /// The ridge point from the lab's `ridge`, as a sentence.
+    pub ridge: Option<String>,
+    /// Nsight Compute's counters, for a lab that asks for a profile.
+    pub profile: Option<ProfileView>,
+}
+
+/// The profiler's table.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfileView {
+    pub tool: String,
+    pub rows: Vec<ProfileRowView>,
+    pub problem: Option<String>,
+}
+
+/// One profiled kernel; every figure is "–" where the profiler did not give it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProfileRowView {
+    pub label: String,
+    pub kernel: String,
+    pub load_conflicts: String,
+    pub store_conflicts: String,
+    pub conflicts_per_load: String,
+    pub wavefronts_per_load: String,
+    pub load_sectors_per_request: String,
+    pub store_sectors_per_request: String,
+    pub dram_read: String,
+    pub dram_write: String,
+    pub l1_to_l2_writes: String,
+}
+
+fn profile_view(lab: &LabSpec, results: &LabResults) -> Option<ProfileView> {
+    let run = results.profile.as_ref()?;
+    let dash = || "–".to_string();
+    let count = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.0}"));
+    let ratio = |v: Option<f64>| v.map_or_else(dash, |v| format!("{v:.2}"));
+    let mib =
+        |v: Option<f64>| v.map_or_else(dash, |v| format!("{:.1} MiB", v / (1u64 << 20) as f64));
+    Some(ProfileView {
+        tool: run.tool.clone(),
+        rows: run
+            .kernels
+            .iter()
+            .map(|k| {
+                let c = &k.counters;
+                ProfileRowView {
+                    label: lab
+                        .variant(&k.variant)
+                        .map_or(k.variant.as_str(), |v| v.label())
+                        .to_string(),
+                    kernel: c.kernel.clone(),
+                    load_conflicts: count(c.shared_load_bank_conflicts),
+                    store_conflicts: count(c.shared_store_bank_conflicts),
+                    conflicts_per_load: ratio(c.conflicts_per_shared_load),
+                    wavefronts_per_load: ratio(c.wavefronts_per_shared_load),
+                    load_sectors_per_request: ratio(c.global_load_sectors_per_request),
+                    store_sectors_per_request: ratio(c.global_store_sectors_per_request),
+                    dram_read: mib(c.dram_read_bytes),
+                    dram_write: mib(c.dram_write_bytes),
+                    l1_to_l2_writes: mib(c.l2_write_bytes_from_l1),
+                }
+            })
+            .collect(),
+        problem: run.problem.clone(),
+    })
 }
 
 impl LabView {
@@ -128,6 +209,14 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
         notes: Vec::new(),
         problems: Vec::new(),
         plot: None,
+        show_bandwidth: false,
+        rate_header: None,
+        counter_header: None,
+        counter_ns_header: None,
+        data_columns: 0,
+        ratios: Vec::new(),
+        ridge: None,
+        profile: None,
         missing: Some(format!(
             "{} is described on this page, but its kernels are not in the book yet, so there is nothing to measure; \
              its table appears here once they are{}",
@@ -191,6 +280,14 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
                 notes: Vec::new(),
                 problems: Vec::new(),
                 plot: None,
+                show_bandwidth: false,
+                rate_header: None,
+                counter_header: None,
+                counter_ns_header: None,
+                data_columns: 0,
+                ratios: Vec::new(),
+                ridge: None,
+                profile: None,
                 missing: Some(why.clone()),
             };
         }
@@ -210,11 +307,36 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         .as_deref()
         .map(|name| lab.variant(name).map_or(name, |v| v.label()).to_string())
         .unwrap_or_else(|| "ceiling".into());
+    let show_bandwidth = results.variants.iter().any(|v| v.bytes_moved > 0);
+    let rate_scale = rate_scale(results);
+    let sm_clock_ghz = results
+        .provenance
+        .clocks
+        .map(|c| f64::from(c.sm_mhz) / 1000.0)
+        .filter(|ghz| *ghz > 0.0);
+    let columns = Columns {
+        rate: rate_scale.as_ref().map(|(divisor, _)| *divisor),
+        sm_clock_ghz,
+    };
     let rows: Vec<RowView> = results
         .variants
         .iter()
-        .map(|v| row_view(lab, results, v, ceiling, peak))
+        .map(|v| row_view(lab, results, v, ceiling, peak, &columns))
         .collect();
+    let counter_unit = results
+        .variants
+        .iter()
+        .find_map(|v| v.counter.as_ref().map(|c| c.unit.clone()));
+    let counter_ns_header = counter_unit
+        .as_deref()
+        .filter(|unit| unit.starts_with("cycles") && sm_clock_ghz.is_some())
+        .map(|unit| format!("ns {}", unit.trim_start_matches("cycles").trim()));
+    let rate_header = rate_scale.map(|(_, header)| header);
+    let data_columns = 2
+        + if show_bandwidth { 3 } else { 0 }
+        + usize::from(rate_header.is_some())
+        + usize::from(counter_unit.is_some())
+        + usize::from(counter_ns_header.is_some());
     let peers: Vec<String> = results
         .variants
         .iter()
@@ -236,6 +358,19 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         .collect();
     if !peers.is_empty() {
         notes.push(format!("Peers on this machine — {}.", peers.join("; ")));
+    }
+    let sampled = lab
+        .variants
+        .iter()
+        .filter_map(|v| lab.check_for(v).sample_stride(&results.params).ok())
+        .max()
+        .filter(|stride| *stride > 1);
+    if let Some(stride) = sampled {
+        notes.push(format!(
+            "This lab's check compares every {stride}th output element with the CPU's (about {} in all, spread over the whole output): \
+             recomputing every element would cost the CPU as much arithmetic as the kernel does.",
+            kernelbook_core::spec::SAMPLED_ELEMENTS
+        ));
     }
     if rows.iter().any(|r| r.noisy) {
         notes.push(
@@ -307,7 +442,115 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         problems,
         plot: crate::plot::plot_view(lab, results),
         missing: None,
+        show_bandwidth,
+        rate_header,
+        counter_header: counter_unit,
+        counter_ns_header,
+        data_columns,
+        ratios: ratio_sentences(lab, results),
+        ridge: ridge_sentence(lab, results),
+        profile: profile_view(lab, results),
     }
+}
+
+/// What the optional columns of a row need.
+struct Columns {
+    /// Work per second is divided by this for the rate column.
+    rate: Option<f64>,
+    sm_clock_ghz: Option<f64>,
+}
+
+/// Work per second of a measured variant.
+fn work_rate(v: &VariantResult) -> Option<f64> {
+    let work = v.work.as_ref()?;
+    match &v.outcome {
+        Outcome::Measured { summary, .. } if summary.median_ms > 0.0 => {
+            Some(work.count as f64 / (summary.median_ms / 1000.0))
+        }
+        _ => None,
+    }
+}
+
+/// The divisor and header of the rate column: the largest rate sets the prefix ("TFLOP/s",
+/// "billion shared loads/s").
+fn rate_scale(results: &LabResults) -> Option<(f64, String)> {
+    let unit = results
+        .variants
+        .iter()
+        .find_map(|v| v.work.as_ref())?
+        .unit
+        .clone();
+    let top = results
+        .variants
+        .iter()
+        .filter_map(work_rate)
+        .fold(0.0, f64::max);
+    let (divisor, si, words) = [
+        (1e15, "P", "quadrillion"),
+        (1e12, "T", "trillion"),
+        (1e9, "G", "billion"),
+        (1e6, "M", "million"),
+        (1e3, "k", "thousand"),
+    ]
+    .into_iter()
+    .find(|(d, _, _)| top >= *d)
+    .unwrap_or((1.0, "", ""));
+    let symbol = unit.chars().all(|c| c.is_ascii_uppercase());
+    let header = if symbol {
+        format!("{si}{unit}/s")
+    } else if words.is_empty() {
+        format!("{unit}s/s")
+    } else {
+        format!("{words} {unit}s/s")
+    };
+    Some((divisor, header))
+}
+
+fn median_ms(v: &VariantResult) -> Option<f64> {
+    match &v.outcome {
+        Outcome::Measured { summary, .. } => Some(summary.median_ms),
+        _ => None,
+    }
+}
+
+/// "tile[32][32] column reads took 20.1× as long as tile[32][33] column reads."
+fn ratio_sentences(lab: &LabSpec, results: &LabResults) -> Vec<String> {
+    let label = |name: &str| lab.variant(name).map_or(name, |v| v.label()).to_string();
+    lab.ratios
+        .iter()
+        .filter_map(|[slow, fast]| {
+            let t_slow = median_ms(results.variant(slow)?)?;
+            let t_fast = median_ms(results.variant(fast)?)?;
+            (t_fast > 0.0).then(|| {
+                format!(
+                    "{} took {:.2}× as long as {} ({} against {}).",
+                    label(slow),
+                    t_slow / t_fast,
+                    label(fast),
+                    format_ms(t_slow),
+                    format_ms(t_fast)
+                )
+            })
+        })
+        .collect()
+}
+
+/// The measured ridge point: FLOP/s of the compute variant over bytes/s of the memory variant.
+fn ridge_sentence(lab: &LabSpec, results: &LabResults) -> Option<String> {
+    let spec = lab.ridge.as_ref()?;
+    let compute = results.variant(&spec.compute)?;
+    let flops = work_rate(compute)?;
+    let unit = compute.work.as_ref()?.unit.clone();
+    let gbs = results.variant(&spec.memory)?.effective_gbs()?;
+    (gbs > 0.0).then(|| {
+        format!(
+            "Ridge point on this GPU: {:.1} T{unit}/s ÷ {:.0} GB/s = {:.1} {unit} per byte, both measured in this run. \
+             A kernel doing fewer {unit} per byte of HBM traffic than that is memory-bound here.",
+            flops / 1e12,
+            gbs,
+            flops / (gbs * 1e9)
+        )
+    })
 }
 
 fn row_view(
@@ -316,6 +559,7 @@ fn row_view(
     v: &VariantResult,
     ceiling: Option<f64>,
     peak: f64,
+    columns: &Columns,
 ) -> RowView {
     let spec = lab.variant(&v.name);
     let dash = || "–".to_string();
@@ -342,6 +586,9 @@ fn row_view(
         shared: dash(),
         blocks_per_sm: dash(),
         occupancy: dash(),
+        rate: dash(),
+        counter: dash(),
+        counter_ns: dash(),
     };
     if let Some(r) = v.resources {
         row.registers = r.registers.to_string();
@@ -366,6 +613,15 @@ fn row_view(
             row.median = format_ms(summary.median_ms);
             row.spread = format!("{:.1} %", summary.rel_spread * 100.0);
             row.noisy = *noisy;
+            if let (Some(rate), Some(divisor)) = (work_rate(v), columns.rate) {
+                row.rate = format_sig(rate / divisor);
+            }
+            if let Some(median) = v.counter.as_ref().and_then(|c| c.median()) {
+                row.counter = format_sig(median);
+                if let Some(ghz) = columns.sm_clock_ghz {
+                    row.counter_ns = format_sig(median / ghz);
+                }
+            }
         }
         Outcome::WrongResult { mismatch } => {
             row.status = "FAIL".into();
@@ -391,6 +647,17 @@ fn row_view(
         }
     }
     row
+}
+
+/// Three significant figures or a whole number: "37.2", "612", "4139".
+fn format_sig(value: f64) -> String {
+    if value.abs() >= 100.0 {
+        format!("{value:.0}")
+    } else if value.abs() >= 10.0 {
+        format!("{value:.1}")
+    } else {
+        format!("{value:.2}")
+    }
 }
 
 fn dims(d: [u32; 3]) -> String {

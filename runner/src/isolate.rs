@@ -10,6 +10,7 @@
 //! ([`MeasureOptions::stop_after_device_error`]).
 
 use crate::backend::{self, BackendChoice};
+use crate::exercise::{CheckPlan, LearnerVariant, with_learner_variant};
 use crate::measure::{self, MeasureError, MeasureOptions, Progress};
 use crate::runner::RunError;
 use kernelbook_core::KernelSource;
@@ -37,6 +38,10 @@ pub struct ChildRequest {
     pub params: Params,
     pub kernels: BTreeMap<String, KernelSource>,
     pub options: MeasureOptions,
+    /// For `kernelbook check`: the learner's variant, which the lab file does not hold, to add
+    /// after reading it (its kernel is in `kernels`).
+    #[serde(default)]
+    pub learner: Option<LearnerVariant>,
 }
 
 /// One line of a child's stdout.
@@ -139,6 +144,10 @@ fn run_child(events: &mut EventWriter) -> Result<Option<Clocks>, String> {
     let lab = LabSpec::load(&request.lab_file)
         .and_then(|lab| lab.with_params(&request.params))
         .map_err(|e| e.to_string())?;
+    let lab = match &request.learner {
+        Some(learner) => with_learner_variant(&lab, &learner.starter, &learner.kernel_key)?,
+        None => lab,
+    };
     let found = backend::find(request.backend)?;
     let mut device = backend::open(found.backend)?;
     measure::measure_lab(
@@ -161,6 +170,38 @@ pub fn measure_isolated(
     backend: BackendChoice,
     lab: &LabSpec,
     kernels: &BTreeMap<String, KernelSource>,
+    options: &MeasureOptions,
+    progress: &mut dyn Progress,
+) -> Result<LabResults, RunError> {
+    measure_children(exe, backend, lab, kernels, None, options, progress)
+}
+
+/// [`measure_isolated`] for `kernelbook check`: `plan.lab` holds the learner's variant, which
+/// each child adds again after reading the lab file.
+pub fn measure_check_isolated(
+    exe: &Path,
+    backend: BackendChoice,
+    plan: &CheckPlan,
+    options: &MeasureOptions,
+    progress: &mut dyn Progress,
+) -> Result<LabResults, RunError> {
+    measure_children(
+        exe,
+        backend,
+        &plan.lab,
+        &plan.kernels,
+        Some(&plan.learner),
+        options,
+        progress,
+    )
+}
+
+fn measure_children(
+    exe: &Path,
+    backend: BackendChoice,
+    lab: &LabSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+    learner: Option<&LearnerVariant>,
     options: &MeasureOptions,
     progress: &mut dyn Progress,
 ) -> Result<LabResults, RunError> {
@@ -193,6 +234,7 @@ pub fn measure_isolated(
                 seed: Some(seed),
                 ..options.clone()
             },
+            learner: learner.cloned(),
         };
         let before = remaining.len();
         let ended = run_one_child(
@@ -239,6 +281,9 @@ pub fn measure_isolated(
                             resources: None,
                             outcome: Outcome::Failed { stage, message },
                             implementation: None,
+                            work: None,
+                            counter: None,
+                            other_kernels: Default::default(),
                             name,
                         },
                     );
@@ -263,6 +308,7 @@ pub fn measure_isolated(
         provenance,
         ceiling: lab.ceiling.clone(),
         variants: wanted.iter().filter_map(|name| done.remove(name)).collect(),
+        profile: None,
     })
 }
 

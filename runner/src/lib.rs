@@ -5,6 +5,7 @@
 //!   the CUDA backend (cudarc, loaded at run time: the build needs no CUDA toolkit);
 //! - [`measure`]: the measurement loop, written once against those traits;
 //! - [`reference`]: input generation, CPU references and output comparison;
+//! - [`exercise`]: grading a learner's kernel against an exercise's starter (`kernelbook check`);
 //! - [`store`]: the cache and the recorded results, with atomic writes;
 //! - [`runner`]: [`Runner`], which decides between cache, GPU and recorded results.
 //!
@@ -30,9 +31,11 @@
 
 pub mod backend;
 pub mod diagnostics;
+pub mod exercise;
 pub mod isolate;
 pub mod measure;
 pub mod peers;
+pub mod profile;
 pub mod reference;
 pub mod runner;
 pub mod store;

@@ -3,17 +3,19 @@
 //! flushed before every sample until the [`StoppingRule`] is satisfied.
 
 use crate::backend::{
-    BufferId, CompileError, CompileRequest, Compiler, Device, DeviceError, KernelArg, KernelId, Op,
-    ptxas,
+    BufferId, CompileError, CompileRequest, CompiledKernel, Compiler, Device, DeviceError,
+    KernelArg, KernelId, LoadedKernel, Op, ptxas,
 };
 use crate::reference::{self, POISON_BYTE};
 use kernelbook_core::KernelSource;
-use kernelbook_core::expr::ExprError;
+use kernelbook_core::expr::{Expr, ExprError};
 use kernelbook_core::results::{
-    FORMAT_VERSION, FailureStage, KernelResources, LabResults, LaunchShape, Outcome, Provenance,
-    VariantResult,
+    CounterResult, FORMAT_VERSION, FailureStage, KernelResources, LabResults, LaunchShape, Outcome,
+    Provenance, VariantResult, Work,
 };
-use kernelbook_core::spec::{ArgSpec, Builtin, CheckSpec, Fill, LabSpec, ScalarType, VariantSpec};
+use kernelbook_core::spec::{
+    ArgSpec, Builtin, CheckSpec, Fill, LabSpec, LaunchSpec, ScalarType, VariantSpec, compile_flags,
+};
 use kernelbook_core::stats::{StoppingRule, Summary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -166,6 +168,13 @@ pub fn measure_lab(
             ))
         })
     };
+    let host_copy = |name: &str| -> Option<&[u8]> {
+        let (id, _) = buffers.get(name)?;
+        host_inputs
+            .iter()
+            .find(|(input, _)| input == id)
+            .map(|(_, data)| data.as_slice())
+    };
     // Expected outputs, computed once per distinct check.
     let mut expected_by_check: Vec<(&CheckSpec, Vec<u8>)> = Vec::new();
     let poisoned: Vec<BufferId> = buffers
@@ -173,6 +182,11 @@ pub fn measure_lab(
         .filter(|(_, spec)| spec.fill == Fill::Poison)
         .map(|(id, _)| *id)
         .collect();
+    // Each kernel is compiled and loaded once per lab and set of definitions, however many
+    // variants launch it.
+    let mut compiled = CompileMemo::default();
+    progress.stage(&format!("lab `{}`: compiling its kernels", lab.name));
+    compiled.images = precompile(lab, kernels, &device.info().arch, compiler, options);
 
     let mut provenance = provenance(device, compiler, options, seed);
     progress.begin(&provenance);
@@ -189,18 +203,20 @@ pub fn measure_lab(
         let bytes_moved = lab.bytes_moved(variant, &lab.params).map_err(expr_err)?;
         let check = lab.check_for(variant);
         if !expected_by_check.iter().any(|(c, _)| *c == check) {
-            let (input_id, input_spec) = buffer(check.input())?;
-            let input = host_inputs
-                .iter()
-                .find(|(id, _)| *id == input_id)
-                .map(|(_, data)| data.as_slice())
-                .ok_or_else(|| {
-                    lab_err(format!(
-                        "the checked input `{}` must not be a poisoned buffer",
-                        check.input()
-                    ))
-                })?;
-            let expected = reference::expected_output(check, input, input_spec.elem, &lab.params)
+            for name in check.inputs() {
+                buffer(name)?;
+                if host_copy(name).is_none() {
+                    return Err(lab_err(format!(
+                        "the checked input `{name}` must not be a poisoned buffer"
+                    )));
+                }
+            }
+            let input_elem = check
+                .inputs()
+                .first()
+                .and_then(|name| lab.buffer(name))
+                .map_or(kernelbook_core::spec::ElemType::F32, |b| b.elem);
+            let expected = reference::expected_output(check, &host_copy, input_elem, &lab.params)
                 .map_err(expr_err)?;
             expected_by_check.push((check, expected));
         }
@@ -210,6 +226,24 @@ pub fn measure_lab(
             .map(|(_, e)| e.as_slice())
             .unwrap_or_default();
         let (output_id, output_spec) = buffer(check.output())?;
+        let work = match lab.work_for(variant) {
+            Some(spec) => Some(Work {
+                count: u64::try_from(spec.count.eval(&lab.params).map_err(expr_err)?)
+                    .map_err(|_| lab_err(format!("work.count `{}` is negative", spec.count)))?,
+                unit: spec.unit.clone(),
+            }),
+            None => None,
+        };
+        let counter = match lab.counter_for(variant) {
+            Some(spec) => Some(CounterPlan {
+                buffer: buffer(&spec.buffer)?.0,
+                per: u64::try_from(spec.per.eval(&lab.params).map_err(expr_err)?)
+                    .unwrap_or(0)
+                    .max(1),
+                unit: spec.unit.clone(),
+            }),
+            None => None,
+        };
         let mut result = VariantResult {
             name: variant.name.clone(),
             kernel: variant.kernel_name().map(str::to_string),
@@ -226,32 +260,99 @@ pub fn measure_lab(
                 message: String::new(),
             },
             implementation: None,
+            work,
+            counter: None,
+            other_kernels: variant
+                .kernel_names()
+                .into_iter()
+                .filter(|k| Some(*k) != variant.kernel_name())
+                .filter_map(|k| Some((k.to_string(), kernels.get(k)?.source_hash())))
+                .collect(),
         };
 
-        // Resolve the operation: a compiled kernel or a builtin.
-        let args = resolve_args(lab, variant, &buffers).map_err(lab_err)?;
+        // Resolve the operations: setup launches, then the variant's kernel or builtin and any
+        // later stages.
+        let args = resolve_args(lab, &variant.args, &buffers).map_err(lab_err)?;
+        let mut readback = Readback::Buffer(output_id);
+        let mut stage = None;
+        let mut setup = Vec::new();
+        let mut later = Vec::new();
         let prepared = match (variant.kernel_name(), variant.builtin) {
-            (Some(name), _) => {
-                let source = kernels
-                    .get(name)
-                    .ok_or_else(|| lab_err(format!("kernel `{name}` is not in the book")))?;
-                match prepare_kernel(lab, variant, source, device, compiler) {
-                    Ok((kernel, shape, resources, options)) => {
-                        result.compile_flags = options;
-                        result.launch = Some(shape);
-                        result.resources = Some(resources);
-                        Ok(Prepared::Kernel { kernel, shape })
+            (Some(_), _) => {
+                let mut prepare = |plan: &LaunchPlan<'_>| {
+                    prepare_launch(
+                        lab,
+                        plan,
+                        kernels,
+                        &buffers,
+                        device,
+                        compiler,
+                        &mut compiled,
+                    )
+                };
+                let launches = variant
+                    .setup
+                    .iter()
+                    .map(|l| prepare(&LaunchPlan::of_launch(l)))
+                    .collect::<Result<Vec<_>, _>>()
+                    .and_then(|s| {
+                        setup = s;
+                        later = variant
+                            .then
+                            .iter()
+                            .map(|l| prepare(&LaunchPlan::of_launch(l)))
+                            .collect::<Result<Vec<_>, _>>()?;
+                        LaunchPlan::of_variant(variant)
+                            .map(|plan| prepare(&plan))
+                            .unwrap_or_else(|| Err((FailureStage::Launch, "no kernel".to_string())))
+                    });
+                match launches {
+                    Ok(main) => {
+                        result.compile_flags = main.options.clone();
+                        result.launch = Some(main.shape);
+                        result.resources = Some(main.resources);
+                        Ok(Prepared::Kernel(main))
                     }
                     Err(failure) => Err(failure),
                 }
             }
-            (None, Some(Builtin::Memcpy)) => match args.as_slice() {
-                [KernelArg::Buffer(dst), KernelArg::Buffer(src)] => Ok(Prepared::Copy {
-                    dst: *dst,
-                    src: *src,
-                    bytes: expected.len(),
-                }),
-                _ => Err((FailureStage::Launch, "memcpy takes [dst, src]".to_string())),
+            (None, Some(builtin)) if builtin.is_copy() => match args.as_slice() {
+                [KernelArg::Buffer(dst), KernelArg::Buffer(src)] => {
+                    let bytes = expected.len();
+                    match builtin {
+                        Builtin::HostToDevicePageable | Builtin::HostToDevicePinned => {
+                            let pinned = builtin == Builtin::HostToDevicePinned;
+                            stage =
+                                Some((pinned, check.inputs().first().and_then(|n| host_copy(n))));
+                            Ok(Prepared::HostToDevice {
+                                dst: *dst,
+                                bytes,
+                                pinned,
+                            })
+                        }
+                        Builtin::DeviceToHostPageable | Builtin::DeviceToHostPinned => {
+                            let pinned = builtin == Builtin::DeviceToHostPinned;
+                            // The staging buffer must exist at the right size before the first
+                            // copy into it; the check reads it back.
+                            stage = Some((pinned, None));
+                            readback = Readback::Host { pinned };
+                            Ok(Prepared::DeviceToHost {
+                                src: *src,
+                                bytes,
+                                pinned,
+                            })
+                        }
+                        _ => Ok(Prepared::Copy {
+                            dst: *dst,
+                            src: *src,
+                            bytes,
+                        }),
+                    }
+                }
+                _ => Err((
+                    FailureStage::Launch,
+                    format!("{} takes [dst, src]", builtin.name()),
+                )),
             },
             (None, Some(Builtin::LibraryTranspose)) => {
                 match (args.as_slice(), transpose_shape(check, lab)) {
@@ -280,7 +381,8 @@ pub fn measure_lab(
                     )),
                 }
             }
-            (None, Some(Builtin::TorchTranspose)) => {
+            (None, Some(_)) => {
+                // The PyTorch peer runs in its own process.
                 result.outcome = match transpose_shape(check, lab) {
                     Some((rows, cols)) => torch_outcome(rows, cols, device, options, &mut result),
                     None => Outcome::Failed {
@@ -303,23 +405,36 @@ pub fn measure_lab(
                 continue;
             }
         };
-        let op = prepared.op(&args);
+        let main = prepared.op(&args);
+        let later_ops: Vec<Op<'_>> = later.iter().map(PreparedLaunch::op).collect();
+        let sequence: Vec<Op<'_>> = std::iter::once(main).chain(later_ops).collect();
+        let op = if sequence.len() == 1 {
+            main
+        } else {
+            Op::Sequence(&sequence)
+        };
+        let setup_ops: Vec<Op<'_>> = setup.iter().map(PreparedLaunch::op).collect();
 
         // Verify on fresh inputs with every output poisoned, then time.
-        let mut actual = vec![0u8; expected.len()];
-        let mut device_error = false;
-        result.outcome = match verify_and_time(
-            device,
-            &op,
-            &poisoned,
-            output_id,
+        let plan = TimingPlan {
+            op,
+            setup: &setup_ops,
+            stage: stage.map(|(pinned, data)| (pinned, data.unwrap_or(&[]), expected.len())),
+            poisoned: &poisoned,
+            readback,
             expected,
-            &mut actual,
-            output_spec.elem,
-            options,
-            progress,
-        ) {
-            Ok(outcome) => outcome,
+            elem: output_spec.elem,
+            tolerance: check.tolerance(),
+            sample_stride: check.sample_stride(&lab.params).map_err(expr_err)?,
+            flush_l2: variant.flush_l2.unwrap_or(lab.flush_l2),
+            counter: counter.as_ref(),
+        };
+        let mut device_error = false;
+        result.outcome = match verify_and_time(device, &plan, options, progress) {
+            Ok((outcome, counted)) => {
+                result.counter = counted;
+                outcome
+            }
             Err(err) => {
                 device_error = true;
                 Outcome::Failed {
@@ -345,6 +460,7 @@ pub fn measure_lab(
         provenance,
         ceiling: lab.ceiling.clone(),
         variants,
+        profile: None,
     })
 }
 
@@ -389,7 +505,7 @@ fn transpose_shape(check: &CheckSpec, lab: &LabSpec) -> Option<(usize, usize)> {
             usize::try_from(rows.eval(&lab.params).ok()?).ok()?,
             usize::try_from(cols.eval(&lab.params).ok()?).ok()?,
         )),
-        CheckSpec::Copy { .. } | CheckSpec::StridedGather { .. } => None,
+        _ => None,
     }
 }
 
@@ -452,11 +568,148 @@ fn torch_outcome(
     }
 }
 
+/// One launch of a kernel of the book: a variant's own, or a `setup`/`then` entry.
+struct LaunchPlan<'a> {
+    kernel: &'a str,
+    grid: &'a [Expr],
+    block: &'a [Expr],
+    shared_bytes: Option<&'a Expr>,
+    args: &'a [String],
+    defines: &'a BTreeMap<String, String>,
+}
+
+impl<'a> LaunchPlan<'a> {
+    fn of_variant(variant: &'a VariantSpec) -> Option<LaunchPlan<'a>> {
+        Some(LaunchPlan {
+            kernel: variant.kernel_name()?,
+            grid: &variant.grid,
+            block: &variant.block,
+            shared_bytes: variant.shared_bytes.as_ref(),
+            args: &variant.args,
+            defines: &variant.defines,
+        })
+    }
+
+    fn of_launch(launch: &'a LaunchSpec) -> LaunchPlan<'a> {
+        LaunchPlan {
+            kernel: launch.kernel_name(),
+            grid: &launch.grid,
+            block: &launch.block,
+            shared_bytes: launch.shared_bytes.as_ref(),
+            args: &launch.args,
+            defines: &launch.defines,
+        }
+    }
+}
+
+/// A kernel compiled, loaded, and ready to launch with its arguments.
+struct PreparedLaunch {
+    kernel: KernelId,
+    shape: LaunchShape,
+    resources: KernelResources,
+    options: Vec<String>,
+    args: Vec<KernelArg>,
+}
+
+impl PreparedLaunch {
+    fn op(&self) -> Op<'_> {
+        Op::Launch {
+            kernel: self.kernel,
+            shape: self.shape,
+            args: &self.args,
+        }
+    }
+}
+
+/// Kernels already compiled and loaded in this lab, by kernel and compiler options.
+#[derive(Default)]
+struct CompileMemo {
+    entries: Vec<((String, Vec<String>), Compiled)>,
+    /// Images compiled ahead of time ([`precompile`]), not loaded yet.
+    images: Vec<Precompiled>,
+}
+
+/// A (kernel, options) pair and what compiling it gave.
+type Precompiled = ((String, Vec<String>), Result<CompiledKernel, CompileError>);
+
+/// Compiles every distinct (kernel, options) pair the lab's selected variants launch, on as
+/// many threads as there are cores: compilation is most of a lab's set-up time, and each
+/// program compiles independently. Loading stays on the device's thread.
+fn precompile(
+    lab: &LabSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+    arch: &str,
+    compiler: &dyn Compiler,
+    options: &MeasureOptions,
+) -> Vec<Precompiled> {
+    let mut wanted: Vec<(String, Vec<String>)> = Vec::new();
+    for variant in &lab.variants {
+        if options
+            .only
+            .as_ref()
+            .is_some_and(|only| !only.contains(&variant.name))
+        {
+            continue;
+        }
+        let launches = variant
+            .setup
+            .iter()
+            .chain(&variant.then)
+            .map(LaunchPlan::of_launch)
+            .chain(LaunchPlan::of_variant(variant));
+        for plan in launches {
+            let key = (
+                plan.kernel.to_string(),
+                compile_flags(&lab.compile_flags, plan.defines),
+            );
+            if kernels.contains_key(plan.kernel) && !wanted.contains(&key) {
+                wanted.push(key);
+            }
+        }
+    }
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .min(wanted.len())
+        .max(1);
+    let chunk = wanted.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = wanted
+            .chunks(chunk)
+            .map(|keys| {
+                scope.spawn(move || {
+                    keys.iter()
+                        .filter_map(|(kernel, flags)| {
+                            let source = kernels.get(kernel)?;
+                            let image = compiler.compile(&CompileRequest {
+                                name: &source.name,
+                                source: &source.source,
+                                arch,
+                                flags,
+                            });
+                            Some(((kernel.clone(), flags.clone()), image))
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            // A panicking compile thread only loses its images: they are compiled again below.
+            .flat_map(|handle| handle.join().unwrap_or_default())
+            .collect()
+    })
+}
+
+#[derive(Clone)]
+struct Compiled {
+    kernel: KernelId,
+    loaded: LoadedKernel,
+    log: String,
+    options: Vec<String>,
+}
+
 enum Prepared {
-    Kernel {
-        kernel: KernelId,
-        shape: LaunchShape,
-    },
+    Kernel(PreparedLaunch),
     Copy {
         dst: BufferId,
         src: BufferId,
@@ -468,16 +721,22 @@ enum Prepared {
         rows: usize,
         cols: usize,
     },
+    HostToDevice {
+        dst: BufferId,
+        bytes: usize,
+        pinned: bool,
+    },
+    DeviceToHost {
+        src: BufferId,
+        bytes: usize,
+        pinned: bool,
+    },
 }
 
 impl Prepared {
-    fn op<'a>(&self, args: &'a [KernelArg]) -> Op<'a> {
+    fn op<'a>(&'a self, _builtin_args: &'a [KernelArg]) -> Op<'a> {
         match *self {
-            Prepared::Kernel { kernel, shape } => Op::Launch {
-                kernel,
-                shape,
-                args,
-            },
+            Prepared::Kernel(ref launch) => launch.op(),
             Prepared::Copy { dst, src, bytes } => Op::Copy { dst, src, bytes },
             Prepared::Transpose {
                 dst,
@@ -490,58 +749,103 @@ impl Prepared {
                 rows,
                 cols,
             },
+            Prepared::HostToDevice { dst, bytes, pinned } => {
+                Op::HostToDevice { dst, bytes, pinned }
+            }
+            Prepared::DeviceToHost { src, bytes, pinned } => {
+                Op::DeviceToHost { src, bytes, pinned }
+            }
         }
     }
 }
 
 type Failure = (FailureStage, String);
 
-/// Compiles and loads a kernel and works out its launch shape and resources.
-fn prepare_kernel(
+/// Compiles (once per lab and option set) and loads a kernel, and works out its launch shape,
+/// resources and arguments.
+fn prepare_launch(
     lab: &LabSpec,
-    variant: &VariantSpec,
-    source: &KernelSource,
+    plan: &LaunchPlan<'_>,
+    kernels: &BTreeMap<String, KernelSource>,
+    buffers: &BufferMap<'_>,
     device: &mut dyn Device,
     compiler: &dyn Compiler,
-) -> Result<(KernelId, LaunchShape, KernelResources, Vec<String>), Failure> {
-    let arch = device.info().arch.clone();
-    let compiled = compiler
-        .compile(&CompileRequest {
-            name: &source.name,
-            source: &source.source,
-            arch: &arch,
-            flags: &lab.compile_flags,
-        })
-        .map_err(|err| match err {
-            CompileError::Rejected { log, .. } => (
-                FailureStage::Compile,
-                crate::diagnostics::map_compile_log(&log, source),
-            ),
-            CompileError::Compiler(message) => (FailureStage::Compile, message),
-        })?;
-    let (kernel, loaded) = device
-        .load(&compiled)
-        .map_err(|err| (FailureStage::Load, err.to_string()))?;
-    let shape = launch_shape(lab, variant).map_err(|message| (FailureStage::Launch, message))?;
+    memo: &mut CompileMemo,
+) -> Result<PreparedLaunch, Failure> {
+    let source = kernels.get(plan.kernel).ok_or_else(|| {
+        (
+            FailureStage::Compile,
+            format!("kernel `{}` is not in the book", plan.kernel),
+        )
+    })?;
+    let flags = compile_flags(&lab.compile_flags, plan.defines);
+    let key = (plan.kernel.to_string(), flags.clone());
+    let compiled = match memo.entries.iter().find(|(k, _)| *k == key) {
+        Some((_, compiled)) => compiled.clone(),
+        None => {
+            let precompiled = memo
+                .images
+                .iter()
+                .position(|(k, _)| *k == key)
+                .map(|at| memo.images.swap_remove(at).1);
+            let image = precompiled
+                .unwrap_or_else(|| {
+                    let arch = device.info().arch.clone();
+                    compiler.compile(&CompileRequest {
+                        name: &source.name,
+                        source: &source.source,
+                        arch: &arch,
+                        flags: &flags,
+                    })
+                })
+                .map_err(|err| match err {
+                    CompileError::Rejected { log, .. } => (
+                        FailureStage::Compile,
+                        crate::diagnostics::map_compile_log(&log, source),
+                    ),
+                    CompileError::Compiler(message) => (FailureStage::Compile, message),
+                })?;
+            let (kernel, loaded) = device
+                .load(&image)
+                .map_err(|err| (FailureStage::Load, err.to_string()))?;
+            let compiled = Compiled {
+                kernel,
+                loaded,
+                log: image.log,
+                options: image.options,
+            };
+            memo.entries.push((key, compiled.clone()));
+            compiled
+        }
+    };
+    let shape = launch_shape(lab, plan).map_err(|message| (FailureStage::Launch, message))?;
     let threads = shape.threads_per_block();
-    check_limits(device.info(), &shape, loaded.shared_bytes)
+    check_limits(device.info(), &shape, compiled.loaded.shared_bytes)
         .map_err(|message| (FailureStage::Launch, message))?;
     let blocks_per_sm = device
-        .blocks_per_sm(kernel, threads, shape.shared_bytes)
+        .blocks_per_sm(compiled.kernel, threads, shape.shared_bytes)
         .map_err(|err| (FailureStage::Launch, err.to_string()))?;
     let info = device.info();
     let report = ptxas::parse_report(&compiled.log, &source.name);
     let warps_per_sm = (info.max_threads_per_sm / 32).max(1);
     let resources = KernelResources {
-        registers: loaded.registers,
-        local_bytes: loaded.local_bytes,
+        registers: compiled.loaded.registers,
+        local_bytes: compiled.loaded.local_bytes,
         spill_store_bytes: report.map(|r| r.spill_store_bytes),
         spill_load_bytes: report.map(|r| r.spill_load_bytes),
-        shared_bytes: loaded.shared_bytes,
+        shared_bytes: compiled.loaded.shared_bytes,
         blocks_per_sm,
         occupancy: f64::from(blocks_per_sm * threads.div_ceil(32)) / f64::from(warps_per_sm),
     };
-    Ok((kernel, shape, resources, compiled.options))
+    let args =
+        resolve_args(lab, plan.args, buffers).map_err(|message| (FailureStage::Launch, message))?;
+    Ok(PreparedLaunch {
+        kernel: compiled.kernel,
+        shape,
+        resources,
+        options: compiled.options,
+        args,
+    })
 }
 
 /// Refuses launches the device cannot run, with the limit named, before the driver answers
@@ -569,7 +873,7 @@ fn check_limits(
     Ok(())
 }
 
-fn launch_shape(lab: &LabSpec, variant: &VariantSpec) -> Result<LaunchShape, String> {
+fn launch_shape(lab: &LabSpec, plan: &LaunchPlan<'_>) -> Result<LaunchShape, String> {
     let dims = |exprs: &[kernelbook_core::expr::Expr]| -> Result<[u32; 3], String> {
         let mut out = [1u32; 3];
         for (slot, expr) in out.iter_mut().zip(exprs) {
@@ -579,7 +883,7 @@ fn launch_shape(lab: &LabSpec, variant: &VariantSpec) -> Result<LaunchShape, Str
         }
         Ok(out)
     };
-    let shared_bytes = match &variant.shared_bytes {
+    let shared_bytes = match plan.shared_bytes {
         Some(expr) => {
             let value = expr.eval(&lab.params).map_err(|e| e.to_string())?;
             u32::try_from(value)
@@ -588,18 +892,20 @@ fn launch_shape(lab: &LabSpec, variant: &VariantSpec) -> Result<LaunchShape, Str
         None => 0,
     };
     Ok(LaunchShape {
-        grid: dims(&variant.grid)?,
-        block: dims(&variant.block)?,
+        grid: dims(plan.grid)?,
+        block: dims(plan.block)?,
         shared_bytes,
     })
 }
 
+type BufferMap<'a> = BTreeMap<String, (BufferId, &'a kernelbook_core::spec::BufferSpec)>;
+
 fn resolve_args(
     lab: &LabSpec,
-    variant: &VariantSpec,
-    buffers: &BTreeMap<String, (BufferId, &kernelbook_core::spec::BufferSpec)>,
+    args: &[String],
+    buffers: &BufferMap<'_>,
 ) -> Result<Vec<KernelArg>, String> {
-    let specs = lab.args(variant).map_err(|e| e.to_string())?;
+    let specs = lab.parse_args(args).map_err(|e| e.to_string())?;
     specs
         .iter()
         .map(|arg| match arg {
@@ -621,41 +927,96 @@ fn resolve_args(
                     ScalarType::U64 => {
                         KernelArg::U64(u64::try_from(value).map_err(|_| out_of_range())?)
                     }
+                    // Small integers (the factors and thresholds labs pass) are exact in f32.
+                    ScalarType::F32 => KernelArg::F32(value as f32),
                 })
             }
         })
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Where a variant's result is read back from.
+#[derive(Debug, Clone, Copy)]
+enum Readback {
+    Buffer(BufferId),
+    /// The host staging buffer of a device-to-host copy.
+    Host {
+        pinned: bool,
+    },
+}
+
+/// A value the kernel measures itself: element 0 of a u64 buffer, divided by `per`.
+struct CounterPlan {
+    buffer: BufferId,
+    per: u64,
+    unit: String,
+}
+
+/// Everything the verify-then-time loop needs for one variant.
+struct TimingPlan<'a> {
+    op: Op<'a>,
+    /// Run once, untimed, before the check.
+    setup: &'a [Op<'a>],
+    /// Host data to stage for a host copy: (pinned, data, bytes); empty data only sizes it.
+    stage: Option<(bool, &'a [u8], usize)>,
+    poisoned: &'a [BufferId],
+    readback: Readback,
+    expected: &'a [u8],
+    elem: kernelbook_core::spec::ElemType,
+    tolerance: Option<(f64, f64)>,
+    /// Compare every this-many-th element only (1: all).
+    sample_stride: usize,
+    flush_l2: bool,
+    counter: Option<&'a CounterPlan>,
+}
+
 fn verify_and_time(
     device: &mut dyn Device,
-    op: &Op<'_>,
-    poisoned: &[BufferId],
-    output: BufferId,
-    expected: &[u8],
-    actual: &mut [u8],
-    elem: kernelbook_core::spec::ElemType,
+    plan: &TimingPlan<'_>,
     options: &MeasureOptions,
     progress: &mut dyn Progress,
-) -> Result<Outcome, DeviceError> {
-    for id in poisoned {
+) -> Result<(Outcome, Option<CounterResult>), DeviceError> {
+    for id in plan.poisoned {
         device.fill(*id, POISON_BYTE)?;
     }
-    device.run(op)?;
+    if let Some((pinned, data, bytes)) = plan.stage {
+        let poison;
+        let data = if data.is_empty() {
+            poison = vec![POISON_BYTE; bytes];
+            &poison[..]
+        } else {
+            data
+        };
+        device.stage_host(pinned, data)?;
+    }
+    for op in plan.setup {
+        device.run(op)?;
+    }
+    device.run(&plan.op)?;
     device.synchronize()?;
-    device.download(output, actual)?;
-    if let Some(mismatch) = reference::first_mismatch(expected, actual, elem) {
-        return Ok(Outcome::WrongResult { mismatch });
+    let mut actual = vec![0u8; plan.expected.len()];
+    match plan.readback {
+        Readback::Buffer(id) => device.download(id, &mut actual)?,
+        Readback::Host { pinned } => device.read_host(pinned, &mut actual)?,
+    }
+    if let Some(mismatch) = reference::first_mismatch_within(
+        plan.expected,
+        &actual,
+        plan.elem,
+        plan.tolerance,
+        plan.sample_stride,
+    ) {
+        return Ok((Outcome::WrongResult { mismatch }, None));
     }
 
     for _ in 0..options.warmup_runs {
-        device.run(op)?;
+        device.run(&plan.op)?;
     }
     device.synchronize()?;
 
     let started = Instant::now();
     let mut samples = Vec::new();
+    let mut counted = Vec::new();
     let stop_reason = loop {
         if let Some(reason) = options
             .rule
@@ -663,18 +1024,33 @@ fn verify_and_time(
         {
             break reason;
         }
-        device.flush_l2()?;
-        samples.push(device.time(op)?);
+        if plan.flush_l2 {
+            device.flush_l2()?;
+        }
+        samples.push(device.time(&plan.op)?);
+        if let Some(counter) = plan.counter {
+            let mut raw = [0u8; 8];
+            device.download(counter.buffer, &mut raw)?;
+            counted.push(u64::from_le_bytes(raw) as f64 / counter.per as f64);
+        }
         progress.samples(samples.len());
     };
     let summary = Summary::of(&samples)
         .ok_or_else(|| DeviceError::new("timing", format!("no valid samples (got {samples:?})")))?;
-    Ok(Outcome::Measured {
-        noisy: summary.is_noisy(&options.rule),
-        summary,
-        stop_reason,
-        samples_ms: samples,
-    })
+    let counter = plan.counter.map(|c| CounterResult {
+        unit: c.unit.clone(),
+        per: c.per,
+        values: counted,
+    });
+    Ok((
+        Outcome::Measured {
+            noisy: summary.is_noisy(&options.rule),
+            summary,
+            stop_reason,
+            samples_ms: samples,
+        },
+        counter,
+    ))
 }
 
 #[cfg(test)]
@@ -833,7 +1209,7 @@ args = ["out", "in", "n"]
             seed: Some(43),
             ..MeasureOptions::default()
         };
-        measure_lab(
+        let results = measure_lab(
             &lab,
             &BTreeMap::from([kernel("transpose", "ok")]),
             &mut b,
@@ -841,8 +1217,15 @@ args = ["out", "in", "n"]
             &options,
             &mut Quiet,
         )
-        .map(|_| ())
-        .expect_err("the lab names kernels that are missing here");
+        .expect("measured");
+        // A kernel missing from the book fails its own variant, not the lab.
+        match &results.variant("wrong").expect("wrong").outcome {
+            Outcome::Failed { stage, message } => {
+                assert_eq!(*stage, FailureStage::Compile);
+                assert!(message.contains("not in the book"), "{message}");
+            }
+            other => panic!("expected a failure, got {other:?}"),
+        }
         assert_ne!(
             a.buffers[0], b.buffers[0],
             "different seeds, different inputs"

@@ -3,7 +3,7 @@
 
 use kernelbook_core::expr::{ExprError, Params};
 use kernelbook_core::results::Mismatch;
-use kernelbook_core::spec::{CheckSpec, ElemType, Fill};
+use kernelbook_core::spec::{CheckSpec, ElemType, Fill, chase_slot, dropout_hash};
 
 /// The byte every element of a poisoned buffer is filled with: all bits set is NaN for floats
 /// and -1 for integers, so an element the kernel never wrote cannot match the reference.
@@ -37,32 +37,244 @@ pub fn initial_contents(
                         out.extend_from_slice(&rng.u32(..).to_le_bytes());
                     }
                 }
+                ElemType::U64 => {
+                    for _ in 0..len {
+                        out.extend_from_slice(&rng.u64(..).to_le_bytes());
+                    }
+                }
             }
             out
         }
     }
 }
 
-/// The output the check expects for `input`.
-pub fn expected_output(
+/// The output the check expects. `input` gives the host copy of each buffer the check reads
+/// ([`CheckSpec::inputs`]); a missing one is read as empty.
+pub fn expected_output<'a>(
     check: &CheckSpec,
-    input: &[u8],
+    input: &dyn Fn(&str) -> Option<&'a [u8]>,
     elem: ElemType,
     params: &Params,
 ) -> Result<Vec<u8>, ExprError> {
-    match check {
-        CheckSpec::Copy { .. } => Ok(input.to_vec()),
-        CheckSpec::Transpose { rows, cols, .. } => {
-            let rows = usize::try_from(rows.eval(params)?).unwrap_or(0);
-            let cols = usize::try_from(cols.eval(params)?).unwrap_or(0);
-            Ok(transpose(input, rows, cols, elem.size()))
+    let size = |expr: &kernelbook_core::expr::Expr| -> Result<usize, ExprError> {
+        Ok(usize::try_from(expr.eval(params)?).unwrap_or(0))
+    };
+    let data = |name: &str| input(name).unwrap_or_default();
+    Ok(match check {
+        CheckSpec::Copy { input, .. } => data(input).to_vec(),
+        CheckSpec::Transpose {
+            input, rows, cols, ..
+        } => transpose(data(input), size(rows)?, size(cols)?, elem.size()),
+        CheckSpec::StridedGather {
+            input,
+            count,
+            stride,
+            ..
+        } => strided_gather(data(input), size(count)?, size(stride)?, elem.size()),
+        CheckSpec::Scale { input, factor, .. } => {
+            let factor = factor.eval(params)? as f32;
+            to_bytes_f32(f32s(data(input)).map(|x| factor * x))
         }
-        CheckSpec::StridedGather { count, stride, .. } => {
-            let count = usize::try_from(count.eval(params)?).unwrap_or(0);
-            let stride = usize::try_from(stride.eval(params)?).unwrap_or(0);
-            Ok(strided_gather(input, count, stride, elem.size()))
+        CheckSpec::ColumnSums { input, n, .. } => {
+            column_sums(&f32s(data(input)).collect::<Vec<_>>(), size(n)?)
+        }
+        CheckSpec::SharedColumnReads {
+            input,
+            blocks,
+            reps,
+            ..
+        } => shared_column_reads(
+            &u32s(data(input)).collect::<Vec<_>>(),
+            size(blocks)?,
+            size(reps)?,
+        ),
+        CheckSpec::RegisterPressure {
+            input,
+            count,
+            iters,
+            ..
+        } => {
+            let iters = size(iters)?;
+            let stride = check.sample_stride(params)?;
+            to_bytes_f32(
+                f32s(data(input))
+                    .take(size(count)?)
+                    .enumerate()
+                    .map(|(i, x)| {
+                        if i % stride == 0 {
+                            register_pressure(x, iters)
+                        } else {
+                            0.0
+                        }
+                    }),
+            )
+        }
+        CheckSpec::PointerChase {
+            nodes,
+            spacing,
+            warm,
+            steps,
+            ..
+        } => {
+            let steps = size(warm)? as u64 + size(steps)? as u64;
+            let index = pointer_chase_end(size(nodes)? as u64, size(spacing)? as u64, steps);
+            (index as u32).to_le_bytes().to_vec()
+        }
+        CheckSpec::WrappingSum {
+            input,
+            count,
+            times,
+            ..
+        } => {
+            let sum = u32s(data(input))
+                .take(size(count)?)
+                .fold(0u32, u32::wrapping_add);
+            sum.wrapping_mul(size(times)? as u32).to_le_bytes().to_vec()
+        }
+        CheckSpec::BiasGeluDropout {
+            input,
+            bias,
+            rows,
+            cols,
+            threshold,
+            seed,
+            ..
+        } => {
+            let bias: Vec<f32> = f32s(data(bias)).collect();
+            let (rows, cols) = (size(rows)?, size(cols)?);
+            let threshold = threshold.eval(params)? as u32;
+            let seed = seed.eval(params)? as u32;
+            to_bytes_f32(
+                f32s(data(input))
+                    .take(rows * cols)
+                    .enumerate()
+                    .map(|(i, x)| {
+                        let b = bias.get(i % cols.max(1)).copied().unwrap_or(0.0);
+                        bias_gelu_dropout(x, b, i as u32, threshold, seed)
+                    }),
+            )
+        }
+        CheckSpec::FmaChains {
+            input,
+            count,
+            chains,
+            rounds,
+            ..
+        } => {
+            let (chains, rounds) = (size(chains)?, size(rounds)?);
+            let stride = check.sample_stride(params)?;
+            to_bytes_f32(
+                f32s(data(input))
+                    .take(size(count)?)
+                    .enumerate()
+                    .map(|(i, x)| {
+                        if i % stride == 0 {
+                            fma_chains(x, chains, rounds)
+                        } else {
+                            0.0
+                        }
+                    }),
+            )
+        }
+    })
+}
+
+fn f32s(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+}
+
+fn u32s(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    bytes
+        .chunks_exact(4)
+        .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+}
+
+fn to_bytes_f32(values: impl Iterator<Item = f32>) -> Vec<u8> {
+    values.flat_map(f32::to_le_bytes).collect()
+}
+
+/// Column sums of each 32-row strip, rows added in order.
+pub fn column_sums(input: &[f32], n: usize) -> Vec<u8> {
+    let strips = n / 32;
+    let mut out = vec![0f32; strips * n];
+    for t in 0..strips {
+        for c in 0..n {
+            let mut sum = 0f32;
+            for r in 0..32 {
+                sum += input.get((32 * t + r) * n + c).copied().unwrap_or(0.0);
+            }
+            out[t * n + c] = sum;
         }
     }
+    to_bytes_f32(out.into_iter())
+}
+
+/// The shared-memory column-read microbenchmark's result (see [`CheckSpec::SharedColumnReads`]).
+pub fn shared_column_reads(input: &[u32], blocks: usize, reps: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(blocks * 256 * 4);
+    for b in 0..blocks {
+        let tile = |i: usize, j: usize| input.get(b * 1024 + 32 * i + j).copied().unwrap_or(0);
+        for y in 0..8 {
+            for x in 0..32 {
+                let sum = (0..reps).fold(0u32, |acc, r| acc.wrapping_add(tile(x, (y + r) % 32)));
+                out.extend_from_slice(&sum.to_le_bytes());
+            }
+        }
+    }
+    out
+}
+
+/// One element of the register-pressure kernel (see [`CheckSpec::RegisterPressure`]).
+pub fn register_pressure(x: f32, iters: usize) -> f32 {
+    const K: usize = 64;
+    let mut acc = [0f32; K];
+    for (k, slot) in acc.iter_mut().enumerate() {
+        *slot = x + k as f32;
+    }
+    for _ in 0..iters {
+        for k in 0..K {
+            acc[k] = acc[k].mul_add(0.999, 0.001 * acc[(k + 7) % K]);
+        }
+    }
+    acc.iter().fold(0.0, |sum, v| sum + v)
+}
+
+/// The u32 index a pointer chase reaches after `steps` steps from the first slot of its lap
+/// (see [`chase_slot`]).
+pub fn pointer_chase_end(nodes: u64, spacing: u64, steps: u64) -> u64 {
+    if nodes == 0 {
+        return 0;
+    }
+    chase_slot(steps % nodes, nodes) * spacing
+}
+
+/// GELU in its tanh form, then dropout, for one element (see [`CheckSpec::BiasGeluDropout`]).
+pub fn bias_gelu_dropout(x: f32, bias: f32, index: u32, threshold: u32, seed: u32) -> f32 {
+    let v = f64::from(x + bias);
+    let gelu =
+        0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v * v * v)).tanh());
+    if dropout_hash(seed, index) < threshold {
+        0.0
+    } else {
+        (gelu * (4_294_967_296.0 / (4_294_967_296.0 - f64::from(threshold)))) as f32
+    }
+}
+
+/// One element of the FMA-throughput kernel (see [`CheckSpec::FmaChains`]).
+pub fn fma_chains(x: f32, chains: usize, rounds: usize) -> f32 {
+    let mut sum = 0f32;
+    let mut values: Vec<f32> = (0..chains).map(|k| x + k as f32).collect();
+    for _ in 0..rounds {
+        for v in &mut values {
+            *v = v.mul_add(0.9999, 0.0001);
+        }
+    }
+    for v in values {
+        sum += v;
+    }
+    sum
 }
 
 /// `out[i] = input[i * stride]` for `i < count`; elements past the input's end are left zero
@@ -102,6 +314,24 @@ pub fn transpose(input: &[u8], rows: usize, cols: usize, size: usize) -> Vec<u8>
 
 /// The first element where `actual` differs from `expected` (bit for bit), and how many differ.
 pub fn first_mismatch(expected: &[u8], actual: &[u8], elem: ElemType) -> Option<Mismatch> {
+    first_mismatch_within(expected, actual, elem, None, 1)
+}
+
+/// Whether two f32s agree within `(relative, absolute)`; NaN never agrees.
+fn close(expected: f32, actual: f32, (relative, absolute): (f64, f64)) -> bool {
+    let (e, a) = (f64::from(expected), f64::from(actual));
+    (e - a).abs() <= absolute + relative * e.abs()
+}
+
+/// Like [`first_mismatch`], but f32 elements within `tolerance` (relative, absolute) agree, and
+/// only every `stride`-th element is compared (a sampled check).
+pub fn first_mismatch_within(
+    expected: &[u8],
+    actual: &[u8],
+    elem: ElemType,
+    tolerance: Option<(f64, f64)>,
+    stride: usize,
+) -> Option<Mismatch> {
     let size = elem.size();
     if expected.len() != actual.len() {
         return Some(Mismatch {
@@ -113,8 +343,18 @@ pub fn first_mismatch(expected: &[u8], actual: &[u8], elem: ElemType) -> Option<
     }
     let mut first = None;
     let mut count = 0u64;
-    for (index, (e, a)) in expected.chunks(size).zip(actual.chunks(size)).enumerate() {
-        if e != a {
+    let stride = stride.max(1);
+    let pairs = expected.chunks(size).zip(actual.chunks(size)).enumerate();
+    for (index, (e, a)) in pairs.step_by(stride) {
+        let agree = match (tolerance, elem) {
+            (Some(tolerance), ElemType::F32) if e.len() == 4 && a.len() == 4 => close(
+                f32::from_le_bytes([e[0], e[1], e[2], e[3]]),
+                f32::from_le_bytes([a[0], a[1], a[2], a[3]]),
+                tolerance,
+            ),
+            _ => e == a,
+        };
+        if !agree {
             count += 1;
             if first.is_none() {
                 first = Some((index, e, a));
@@ -171,7 +411,9 @@ mod tests {
             cols: Expr::new("2 * n"),
         };
         let params = Params::from([("n".into(), 1)]);
-        let out = expected_output(&check, &f32s(&[1.0, 2.0]), ElemType::F32, &params).expect("ok");
+        let data = f32s(&[1.0, 2.0]);
+        let input = |_: &str| Some(data.as_slice());
+        let out = expected_output(&check, &input, ElemType::F32, &params).expect("ok");
         assert_eq!(out, f32s(&[1.0, 2.0]));
     }
 

@@ -4,6 +4,7 @@
 use crate::backend::cuda::Nvrtc;
 use crate::backend::{self, BackendChoice};
 use crate::backend::{Compiler, Device};
+use crate::exercise::{CheckPlan, Verdict};
 use crate::measure::{self, MeasureError, MeasureOptions, Progress};
 use crate::store::{self, Cache, Recorded, Toolchain};
 use kernelbook_core::KernelSource;
@@ -217,15 +218,65 @@ impl Runner {
             let backend = self
                 .with_gpu(|gpu| Ok(gpu.backend))
                 .map_err(RunError::Unavailable)?;
-            return crate::isolate::measure_isolated(
+            let mut results = crate::isolate::measure_isolated(
                 exe,
                 backend,
                 lab,
                 kernels,
                 &self.config.options,
                 progress,
-            );
+            )?;
+            if lab.profile {
+                results.profile = Some(crate::profile::profile_lab(
+                    exe, backend, lab, kernels, &results, progress,
+                ));
+            }
+            return Ok(results);
         }
+        self.measure_in_process(lab, kernels, &self.config.options, progress)
+    }
+
+    /// Grades a learner's kernel (`kernelbook check`): measures the starter, the learner's
+    /// kernel and the solution of `plan` now, and gives the verdict. Never reads or writes the
+    /// cache or the recorded results: a learner's edit is not the book's kernel.
+    pub fn check_exercise(
+        &self,
+        plan: &CheckPlan,
+        progress: &mut dyn Progress,
+    ) -> Result<(LabResults, Verdict), RunError> {
+        let options = MeasureOptions {
+            only: Some(plan.variants()),
+            ..self.config.options.clone()
+        };
+        let results = match &self.config.isolation {
+            Some(exe) => {
+                let backend = self
+                    .with_gpu(|gpu| Ok(gpu.backend))
+                    .map_err(RunError::Unavailable)?;
+                progress.stage(&format!(
+                    "exercise `{}`: measuring in a separate process",
+                    plan.lab.name
+                ));
+                crate::isolate::measure_check_isolated(exe, backend, plan, &options, progress)?
+            }
+            None => self.measure_in_process(&plan.lab, &plan.kernels, &options, progress)?,
+        };
+        let verdict = plan.verdict(&results).map_err(|message| {
+            RunError::Measure(MeasureError::Lab {
+                lab: plan.lab.name.clone(),
+                message,
+            })
+        })?;
+        Ok((results, verdict))
+    }
+
+    fn measure_in_process(
+        &self,
+        lab: &LabSpec,
+        kernels: &BTreeMap<String, KernelSource>,
+        options: &MeasureOptions,
+        progress: &mut dyn Progress,
+    ) -> Result<LabResults, RunError> {
         self.with_gpu(|gpu| {
             if gpu.device.is_none() {
                 progress.stage("opening the GPU");
@@ -251,7 +302,7 @@ impl Runner {
             kernels,
             device.as_mut(),
             compiler.as_ref(),
-            &self.config.options,
+            options,
             progress,
         )?)
     }

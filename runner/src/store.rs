@@ -25,6 +25,10 @@ struct KeyMaterial<'a> {
     compile_flags: &'a [String],
     buffers: &'a [kernelbook_core::spec::BufferSpec],
     check: &'a kernelbook_core::spec::CheckSpec,
+    flush_l2: bool,
+    profile: bool,
+    work: Option<&'a kernelbook_core::spec::WorkSpec>,
+    counter: Option<&'a kernelbook_core::spec::CounterSpec>,
     variants: Vec<VariantKey<'a>>,
     device_name: &'a str,
     device_uuid: &'a str,
@@ -38,13 +42,44 @@ struct KeyMaterial<'a> {
 struct VariantKey<'a> {
     name: &'a str,
     kernel: Option<&'a str>,
-    kernel_source: Option<&'a str>,
+    /// The source of every kernel the variant launches, setup and later stages included.
+    kernel_sources: Vec<Option<&'a str>>,
     builtin: Option<kernelbook_core::spec::Builtin>,
     grid: Vec<&'a str>,
     block: Vec<&'a str>,
     shared_bytes: Option<&'a str>,
     args: &'a [String],
     bytes: Option<&'a str>,
+    check: Option<&'a kernelbook_core::spec::CheckSpec>,
+    defines: &'a BTreeMap<String, String>,
+    setup: Vec<LaunchKey<'a>>,
+    then: Vec<LaunchKey<'a>>,
+    work: Option<&'a kernelbook_core::spec::WorkSpec>,
+    counter: Option<&'a kernelbook_core::spec::CounterSpec>,
+    flush_l2: Option<bool>,
+}
+
+#[derive(Serialize)]
+struct LaunchKey<'a> {
+    kernel: &'a str,
+    grid: Vec<&'a str>,
+    block: Vec<&'a str>,
+    shared_bytes: Option<&'a str>,
+    args: &'a [String],
+    defines: &'a BTreeMap<String, String>,
+}
+
+impl<'a> LaunchKey<'a> {
+    fn of(launch: &'a kernelbook_core::spec::LaunchSpec) -> Self {
+        LaunchKey {
+            kernel: launch.kernel_name(),
+            grid: strs(&launch.grid),
+            block: strs(&launch.block),
+            shared_bytes: launch.shared_bytes.as_ref().map(|e| e.as_str()),
+            args: &launch.args,
+            defines: &launch.defines,
+        }
+    }
 }
 
 /// Identifies the device, driver and compiler a measurement is (or would be) made with.
@@ -76,22 +111,34 @@ pub fn cache_key(
         compile_flags: &lab.compile_flags,
         buffers: &lab.buffers,
         check: &lab.check,
+        flush_l2: lab.flush_l2,
+        profile: lab.profile,
+        work: lab.work.as_ref(),
+        counter: lab.counter.as_ref(),
         variants: lab
             .variants
             .iter()
             .map(|v| VariantKey {
                 name: &v.name,
                 kernel: v.kernel_name(),
-                kernel_source: v
-                    .kernel_name()
-                    .and_then(|k| kernels.get(k))
-                    .map(|k| k.source.as_str()),
+                kernel_sources: v
+                    .kernel_names()
+                    .into_iter()
+                    .map(|k| kernels.get(k).map(|k| k.source.as_str()))
+                    .collect(),
                 builtin: v.builtin,
                 grid: strs(&v.grid),
                 block: strs(&v.block),
                 shared_bytes: v.shared_bytes.as_ref().map(|e| e.as_str()),
                 args: &v.args,
                 bytes: v.bytes.as_ref().map(|e| e.as_str()),
+                check: v.check.as_ref(),
+                defines: &v.defines,
+                setup: v.setup.iter().map(LaunchKey::of).collect(),
+                then: v.then.iter().map(LaunchKey::of).collect(),
+                work: v.work.as_ref(),
+                counter: v.counter.as_ref(),
+                flush_l2: v.flush_l2,
             })
             .collect(),
         device_name: &toolchain.device.name,
@@ -217,15 +264,27 @@ pub fn stale_kernels(
     results: &LabResults,
     kernels: &BTreeMap<String, KernelSource>,
 ) -> Vec<String> {
-    results
-        .variants
-        .iter()
-        .filter_map(|v| {
-            let name = v.kernel.as_ref()?;
-            let now = kernels.get(name).map(KernelSource::source_hash);
-            (now != v.source_hash).then(|| name.clone())
-        })
-        .collect()
+    let changed = |name: &str, then: Option<&String>| {
+        let now = kernels.get(name).map(KernelSource::source_hash);
+        now.as_ref() != then
+    };
+    let mut stale: Vec<String> = Vec::new();
+    for variant in &results.variants {
+        let own = variant
+            .kernel
+            .iter()
+            .map(|k| (k, variant.source_hash.as_ref()));
+        let others = variant
+            .other_kernels
+            .iter()
+            .map(|(k, hash)| (k, Some(hash)));
+        for (name, hash) in own.chain(others) {
+            if changed(name, hash) && !stale.contains(name) {
+                stale.push(name.clone());
+            }
+        }
+    }
+    stale
 }
 
 #[cfg(test)]
@@ -384,6 +443,7 @@ args = ["dst", "src", "n"]
             },
             ceiling: None,
             variants: vec![],
+            profile: None,
         }
     }
 
@@ -461,6 +521,9 @@ args = ["dst", "src", "n"]
                 message: String::new(),
             },
             implementation: None,
+            work: None,
+            counter: None,
+            other_kernels: Default::default(),
         });
         assert_eq!(stale_kernels(&r, &current), vec!["copy_scalar"]);
         assert!(stale_kernels(&r, &kernels("old source")).is_empty());

@@ -1,6 +1,7 @@
 //! One file per command.
 
 pub mod build;
+pub mod check;
 pub mod compile;
 pub mod info;
 pub mod list;

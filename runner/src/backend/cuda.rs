@@ -20,7 +20,7 @@ use cudarc::driver::sys::{
 };
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
-    DevicePtrMut, DriverError, LaunchConfig, PushKernelArg, result,
+    DevicePtrMut, DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg, result,
 };
 use cudarc::nvrtc::result::{self as nvrtc_result, NvrtcError};
 use cudarc::nvrtc::sys::{self as nvrtc_sys, nvrtcResult};
@@ -290,6 +290,9 @@ pub struct CudaDevice {
     /// cuBLAS for the library-transpose peer: loaded on first use, `Err` if absent.
     cublas: Option<Result<Cublas, String>>,
     flush_byte: u8,
+    /// Host staging buffers for the host ↔ device labs: page-locked, and ordinary memory.
+    pinned: Option<PinnedHostSlice<u8>>,
+    pageable: Vec<u8>,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
 }
@@ -334,6 +337,8 @@ impl CudaDevice {
             scratch: None,
             cublas: None,
             flush_byte: 0xa5,
+            pinned: None,
+            pageable: Vec::new(),
             stream,
             ctx,
         })
@@ -410,6 +415,7 @@ impl CudaDevice {
                 KernelArg::I64(value) => builder.arg(value),
                 KernelArg::U32(value) => builder.arg(value),
                 KernelArg::U64(value) => builder.arg(value),
+                KernelArg::F32(value) => builder.arg(value),
             };
         }
         let [gx, gy, gz] = shape.grid;
@@ -435,6 +441,70 @@ impl CudaDevice {
         })?;
         // Errors cudarc could only record (in `Drop`s) surface here rather than later.
         self.ctx.check_err().map_err(|e| driver_error("launch", e))
+    }
+
+    /// The staging buffer of that kind into the first `bytes` of `dst`.
+    fn host_to_device(
+        &mut self,
+        dst: BufferId,
+        bytes: usize,
+        pinned: bool,
+    ) -> Result<(), DeviceError> {
+        let slice = self
+            .buffers
+            .get_mut(dst.0)
+            .ok_or_else(|| DeviceError::new("host to device", format!("no buffer {}", dst.0)))?;
+        let mut view = slice
+            .try_slice_mut(0..bytes)
+            .ok_or_else(|| DeviceError::new("host to device", "range out of bounds"))?;
+        let result = if pinned {
+            let staged = self
+                .pinned
+                .as_ref()
+                .filter(|p| p.len() == bytes)
+                .ok_or_else(|| {
+                    DeviceError::new("host to device", "nothing staged in pinned memory")
+                })?;
+            self.stream.memcpy_htod(staged, &mut view)
+        } else {
+            let staged = self.pageable.get(..bytes).ok_or_else(|| {
+                DeviceError::new("host to device", "nothing staged in pageable memory")
+            })?;
+            self.stream.memcpy_htod(staged, &mut view)
+        };
+        result.map_err(|e| driver_error("host to device", e))
+    }
+
+    /// The first `bytes` of `src` into the staging buffer of that kind.
+    fn device_to_host(
+        &mut self,
+        src: BufferId,
+        bytes: usize,
+        pinned: bool,
+    ) -> Result<(), DeviceError> {
+        let slice = self
+            .buffers
+            .get(src.0)
+            .ok_or_else(|| DeviceError::new("device to host", format!("no buffer {}", src.0)))?;
+        let view = slice
+            .try_slice(0..bytes)
+            .ok_or_else(|| DeviceError::new("device to host", "range out of bounds"))?;
+        let result = if pinned {
+            let staged = self
+                .pinned
+                .as_mut()
+                .filter(|p| p.len() == bytes)
+                .ok_or_else(|| {
+                    DeviceError::new("device to host", "no pinned buffer of that size")
+                })?;
+            self.stream.memcpy_dtoh(&view, staged)
+        } else {
+            if self.pageable.len() != bytes {
+                self.pageable.resize(bytes, 0);
+            }
+            self.stream.memcpy_dtoh(&view, self.pageable.as_mut_slice())
+        };
+        result.map_err(|e| driver_error("device to host", e))
     }
 
     fn copy(&mut self, dst: BufferId, src: BufferId, bytes: usize) -> Result<(), DeviceError> {
@@ -854,7 +924,56 @@ impl Device for CudaDevice {
                 rows,
                 cols,
             } => self.library_transpose(dst, src, rows, cols),
+            Op::HostToDevice { dst, bytes, pinned } => self.host_to_device(dst, bytes, pinned),
+            Op::DeviceToHost { src, bytes, pinned } => self.device_to_host(src, bytes, pinned),
+            Op::Sequence(ops) => ops.iter().try_for_each(|op| self.run(op)),
         }
+    }
+
+    fn stage_host(&mut self, pinned: bool, data: &[u8]) -> Result<(), DeviceError> {
+        if !pinned {
+            self.pageable.clear();
+            self.pageable.extend_from_slice(data);
+            return Ok(());
+        }
+        if self.pinned.as_ref().is_none_or(|p| p.len() != data.len()) {
+            self.pinned = None;
+            // SAFETY: the allocation is written in full below before any copy reads it.
+            // Flags 0: ordinary page-locked memory (cudaMallocHost), not write-combined, which
+            // the CPU reads back slowly.
+            let slice = unsafe { self.ctx.alloc_pinned_with_flags::<u8>(data.len(), 0) }
+                .map_err(|e| driver_error("pinned allocation", e))?;
+            self.pinned = Some(slice);
+        }
+        let slice = self
+            .pinned
+            .as_mut()
+            .ok_or_else(|| DeviceError::new("stage", "no pinned buffer"))?;
+        slice
+            .as_mut_slice()
+            .map_err(|e| driver_error("stage", e))?
+            .copy_from_slice(data);
+        Ok(())
+    }
+
+    fn read_host(&mut self, pinned: bool, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.synchronize()?;
+        let staged: &[u8] = if pinned {
+            match &self.pinned {
+                Some(slice) => slice.as_slice().map_err(|e| driver_error("read host", e))?,
+                None => &[],
+            }
+        } else {
+            &self.pageable
+        };
+        let staged = staged.get(..out.len()).ok_or_else(|| {
+            DeviceError::new(
+                "read host",
+                format!("the staging buffer is smaller than {} bytes", out.len()),
+            )
+        })?;
+        out.copy_from_slice(staged);
+        Ok(())
     }
 
     fn clocks(&self) -> Option<Clocks> {

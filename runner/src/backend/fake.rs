@@ -14,6 +14,8 @@ pub struct FakeDevice {
     pub flushes: usize,
     pub timed: usize,
     pub launches: usize,
+    /// The host staging buffer.
+    pub host: Vec<u8>,
 }
 
 impl Default for FakeDevice {
@@ -39,6 +41,7 @@ impl Default for FakeDevice {
             flushes: 0,
             timed: 0,
             launches: 0,
+            host: Vec::new(),
         }
     }
 }
@@ -103,9 +106,33 @@ impl Device for FakeDevice {
     fn transpose_library(&mut self) -> Result<String, String> {
         Ok("fake BLAS".into())
     }
+    fn stage_host(&mut self, _pinned: bool, data: &[u8]) -> Result<(), DeviceError> {
+        self.host = data.to_vec();
+        Ok(())
+    }
+    fn read_host(&mut self, _pinned: bool, out: &mut [u8]) -> Result<(), DeviceError> {
+        let staged = self
+            .host
+            .get(..out.len())
+            .ok_or_else(|| DeviceError::new("read host", "too small"))?;
+        out.copy_from_slice(staged);
+        Ok(())
+    }
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
         self.launches += 1;
         match *op {
+            Op::Sequence(ops) => {
+                for op in ops {
+                    self.run(op)?;
+                }
+            }
+            Op::HostToDevice { dst, bytes, .. } => {
+                let data = self.host[..bytes].to_vec();
+                self.buffers[dst.0][..bytes].copy_from_slice(&data);
+            }
+            Op::DeviceToHost { src, bytes, .. } => {
+                self.host = self.buffers[src.0][..bytes].to_vec();
+            }
             Op::Transpose {
                 dst,
                 src,

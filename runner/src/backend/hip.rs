@@ -1069,6 +1069,8 @@ pub struct HipDevice {
     /// The buffer `flush_l2` writes, allocated on first use.
     scratch: Option<Buffer>,
     flush_byte: u8,
+    /// Host staging memory for the host ↔ device labs (pageable only on this backend).
+    pageable: Vec<u8>,
 }
 
 // SAFETY: the raw handles (stream, events, modules, functions, device pointers) are owned by
@@ -1104,6 +1106,7 @@ impl HipDevice {
             kernels: Vec::new(),
             scratch: None,
             flush_byte: 0xa5,
+            pageable: Vec::new(),
         };
         // SAFETY: the runtime writes one stream handle through a pointer to a live field.
         rt.check(unsafe { (rt.stream_create)(&mut opened.stream) })
@@ -1115,6 +1118,17 @@ impl HipDevice {
         rt.check(unsafe { (rt.event_create)(&mut opened.end) })
             .map_err(|e| fail("the HIP runtime could not create an event", e))?;
         Ok(opened)
+    }
+
+    /// Page-locked host memory (`hipHostMalloc`) is not wired up on this backend yet.
+    fn refuse_pinned(&self, pinned: bool) -> Result<(), DeviceError> {
+        if pinned {
+            return Err(DeviceError::new(
+                "host copy",
+                "pinned host memory is not supported by kernelbook's HIP backend yet",
+            ));
+        }
+        Ok(())
     }
 
     fn check(&self, operation: &'static str, status: HipStatus) -> Result<(), DeviceError> {
@@ -1218,6 +1232,7 @@ impl HipDevice {
                 KernelArg::U32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
                 KernelArg::I64(v) => slot = v.to_ne_bytes(),
                 KernelArg::U64(v) => slot = v.to_ne_bytes(),
+                KernelArg::F32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
             }
             slots.push(slot);
         }
@@ -1549,7 +1564,70 @@ impl Device for HipDevice {
             } => self.launch(kernel, shape, args),
             Op::Copy { dst, src, bytes } => self.copy(dst, src, bytes),
             Op::Transpose { .. } => Err(DeviceError::new("transpose", NO_LIBRARY_TRANSPOSE)),
+            Op::HostToDevice { dst, bytes, pinned } => {
+                self.refuse_pinned(pinned)?;
+                let target = self.buffer("host to device", dst)?;
+                let staged = self
+                    .pageable
+                    .get(..bytes)
+                    .filter(|_| bytes <= target.bytes)
+                    .ok_or_else(|| {
+                        DeviceError::new("host to device", "nothing staged of that size")
+                    })?;
+                // SAFETY: a live device allocation of at least `bytes` bytes; the source is the
+                // staging vector, which is not touched until the stream is synchronised (every
+                // later use of it goes through `read_host` or `stage_host`, which synchronise).
+                self.check("host to device", unsafe {
+                    (self.rt.memcpy_async)(
+                        target.ptr,
+                        staged.as_ptr().cast::<c_void>(),
+                        bytes,
+                        HIP_MEMCPY_HOST_TO_DEVICE,
+                        self.stream,
+                    )
+                })
+            }
+            Op::DeviceToHost { src, bytes, pinned } => {
+                self.refuse_pinned(pinned)?;
+                let source = self.buffer("device to host", src)?;
+                let source_ptr = source.ptr;
+                if bytes > source.bytes {
+                    return Err(DeviceError::new("device to host", "range out of bounds"));
+                }
+                self.pageable.resize(bytes, 0);
+                let staging = self.pageable.as_mut_ptr().cast::<c_void>();
+                // SAFETY: as above, in the other direction.
+                self.check("device to host", unsafe {
+                    (self.rt.memcpy_async)(
+                        staging,
+                        source_ptr,
+                        bytes,
+                        HIP_MEMCPY_DEVICE_TO_HOST,
+                        self.stream,
+                    )
+                })
+            }
+            Op::Sequence(ops) => ops.iter().try_for_each(|op| self.run(op)),
         }
+    }
+
+    fn stage_host(&mut self, pinned: bool, data: &[u8]) -> Result<(), DeviceError> {
+        self.refuse_pinned(pinned)?;
+        self.stream_synchronize("stage")?;
+        self.pageable.clear();
+        self.pageable.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn read_host(&mut self, pinned: bool, out: &mut [u8]) -> Result<(), DeviceError> {
+        self.refuse_pinned(pinned)?;
+        self.stream_synchronize("read host")?;
+        let staged = self
+            .pageable
+            .get(..out.len())
+            .ok_or_else(|| DeviceError::new("read host", "the staging buffer is too small"))?;
+        out.copy_from_slice(staged);
+        Ok(())
     }
 
     fn transpose_library(&mut self) -> Result<String, String> {

@@ -23,13 +23,14 @@ pub struct BufferId(pub usize);
 pub struct KernelId(pub usize);
 
 /// One kernel argument, already resolved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KernelArg {
     Buffer(BufferId),
     I32(i32),
     I64(i64),
     U32(u32),
     U64(u64),
+    F32(f32),
 }
 
 /// A unit of device work that can be run or timed.
@@ -54,6 +55,21 @@ pub enum Op<'a> {
         rows: usize,
         cols: usize,
     },
+    /// A copy from the host staging buffer ([`Device::stage_host`]) into `dst`: page-locked
+    /// (`pinned`) or ordinary pageable memory.
+    HostToDevice {
+        dst: BufferId,
+        bytes: usize,
+        pinned: bool,
+    },
+    /// A copy of `src` into the host staging buffer of that kind.
+    DeviceToHost {
+        src: BufferId,
+        bytes: usize,
+        pinned: bool,
+    },
+    /// Several operations in order, timed as one (an unfused pipeline).
+    Sequence(&'a [Op<'a>]),
 }
 
 /// What the driver reports about a loaded kernel.
@@ -112,6 +128,10 @@ pub trait Device {
     /// Evicts the L2 cache by writing a buffer larger than it (outside any timed region).
     fn flush_l2(&mut self) -> Result<(), DeviceError>;
     fn synchronize(&mut self) -> Result<(), DeviceError>;
+    /// Makes the host staging buffer of that kind hold `data` (allocating it the first time).
+    fn stage_host(&mut self, pinned: bool, data: &[u8]) -> Result<(), DeviceError>;
+    /// Reads the first `out.len()` bytes of the host staging buffer of that kind.
+    fn read_host(&mut self, pinned: bool, out: &mut [u8]) -> Result<(), DeviceError>;
     /// The SM and memory clocks now, where the driver reports them.
     fn clocks(&self) -> Option<kernelbook_core::results::Clocks> {
         None
@@ -176,7 +196,9 @@ pub(crate) fn program_strings(
 }
 
 /// Turns kernel source into a loadable image. Needs no GPU.
-pub trait Compiler {
+/// `Send + Sync`: a lab's kernels are compiled on several threads at once (NVRTC and hiprtc
+/// compile independent programs concurrently).
+pub trait Compiler: Send + Sync {
     /// e.g. "NVRTC 13.0".
     fn version(&self) -> String;
     fn compile(&self, request: &CompileRequest<'_>) -> Result<CompiledKernel, CompileError>;
@@ -206,6 +228,7 @@ pub(crate) fn check_kernel_args(
             KernelArg::I64(_) => ("an i64", 8),
             KernelArg::U32(_) => ("a u32", 4),
             KernelArg::U64(_) => ("a u64", 8),
+            KernelArg::F32(_) => ("an f32", 4),
         };
         if size != arg_size {
             return Err(DeviceError::new(

@@ -1,0 +1,445 @@
+//! `kernelbook check` on a small book with one exercise, in a temp dir. The tests of what can go
+//! wrong before anything is measured need no GPU; those that grade a kernel need a CUDA driver
+//! and say they were skipped without one.
+
+use kernelbook_runner::backend::cuda;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+const BOOK_TOML: &str = r#"[book]
+title = "Exercise test book"
+src = "book/src"
+
+[build]
+build-dir = "target/book"
+"#;
+
+const SUMMARY: &str = "# Summary\n\n- [Coalesce](coalesce.md)\n";
+
+/// The chapter: the starter kernel (each thread copies its own run of 32 floats: neighbouring
+/// lanes 128 B apart) and the solution (neighbouring lanes on neighbouring floats).
+const CHAPTER: &str = r#"# Coalesce a chunked copy
+
+The starter:
+
+```cuda kernel=copy_chunked
+#define PER_THREAD 32
+
+extern "C" __global__ void copy_chunked(float *__restrict__ dst,
+                                        const float *__restrict__ src, int n) {
+    int first = (blockIdx.x * blockDim.x + threadIdx.x) * PER_THREAD;
+    for (int k = 0; k < PER_THREAD; ++k) {
+        int i = first + k;
+        if (i < n) dst[i] = src[i];
+    }
+}
+```
+
+The solution:
+
+```cuda kernel=copy_coalesced
+#define PER_THREAD 32
+
+extern "C" __global__ void copy_coalesced(float *__restrict__ dst,
+                                          const float *__restrict__ src, int n) {
+    int base = blockIdx.x * blockDim.x * PER_THREAD + threadIdx.x;
+    for (int k = 0; k < PER_THREAD; ++k) {
+        int i = base + k * blockDim.x;
+        if (i < n) dst[i] = src[i];
+    }
+}
+```
+"#;
+
+const EXERCISE_LAB: &str = r#"name = "coalesce"
+title = "Exercise — coalesce a chunked copy"
+bytes = "2 * n * 4"
+
+[params]
+n = 16777216
+
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+
+[[variants]]
+name = "starter"
+kernel = "copy_chunked"
+grid = ["n / (256 * 32)"]
+block = [256]
+args = ["dst", "src", "n"]
+
+[[variants]]
+name = "solution"
+kernel = "copy_coalesced"
+grid = ["n / (256 * 32)"]
+block = [256]
+args = ["dst", "src", "n"]
+
+[exercise]
+starter = "starter"
+solution = "solution"
+min_speedup = 1.5
+"#;
+
+const PLAIN_LAB: &str = r#"name = "plain"
+title = "Not an exercise"
+bytes = "2 * n * 4"
+
+[params]
+n = 1024
+
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+
+[[variants]]
+name = "memcpy"
+builtin = "memcpy"
+args = ["dst", "src"]
+"#;
+
+/// A book with the `coalesce` exercise and the `plain` lab, in a temp dir.
+fn exercise_book() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("book/src")).expect("mkdir book/src");
+    std::fs::create_dir_all(root.join("labs")).expect("mkdir labs");
+    for (path, text) in [
+        ("book.toml", BOOK_TOML),
+        ("book/src/SUMMARY.md", SUMMARY),
+        ("book/src/coalesce.md", CHAPTER),
+        ("labs/coalesce.toml", EXERCISE_LAB),
+        ("labs/plain.toml", PLAIN_LAB),
+    ] {
+        std::fs::write(root.join(path), text).expect("write the book");
+    }
+    dir
+}
+
+fn kernelbook(root: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .output()
+        .expect("run kernelbook")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The source of `kernel` as the book's chapter holds it.
+fn book_kernel(root: &Path, kernel: &str) -> String {
+    let book = mdbook_driver::MDBook::load(root).expect("load the book");
+    let index = mdbook_kernelbook::preprocessor::index_book(&book.book, &book.config.book.src)
+        .expect("index the book");
+    index.kernels[kernel].source.clone()
+}
+
+fn default_file(root: &Path) -> PathBuf {
+    root.join("exercises/coalesce.cu")
+}
+
+#[test]
+fn a_lab_without_an_exercise_section_is_named() {
+    let book = exercise_book();
+    let output = kernelbook(book.path(), &["check", "plain"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = text(&output.stderr);
+    let lab_file = book.path().join("labs/plain.toml");
+    assert!(
+        stderr.contains(&format!(
+            "lab `plain` ({}) is not an exercise: it has no [exercise] section (exercises: coalesce)",
+            lab_file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!book.path().join("exercises").exists(), "nothing written");
+}
+
+#[test]
+fn an_unknown_exercise_lists_the_exercises() {
+    let book = exercise_book();
+    let output = kernelbook(book.path(), &["check", "coalesc"]);
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert_eq!(
+        text(&output.stderr).trim(),
+        "kernelbook: there is no exercise `coalesc` (exercises: coalesce)"
+    );
+}
+
+#[test]
+fn without_a_file_the_starter_is_written_out_once() {
+    let book = exercise_book();
+    let output = kernelbook(book.path(), &["check", "coalesce"]);
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let file = default_file(book.path());
+    let written = std::fs::read_to_string(&file).expect("the starter was written");
+    assert_eq!(written, book_kernel(book.path(), "copy_chunked"));
+    let stdout = text(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "wrote the starter kernel `copy_chunked` (from {}:6) to {}",
+            Path::new("book/src/coalesce.md").display(),
+            file.display()
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("edit it, then run `kernelbook check coalesce` again"),
+        "{stdout}"
+    );
+
+    // Run again, the learner's edit is kept and graded, not overwritten.
+    let edited = written.replace("dst[i] = src[i];", "dst[i] = src[i]; // edited");
+    std::fs::write(&file, &edited).expect("edit");
+    if cuda::driver_present() {
+        skipped("this machine has a CUDA driver: the no-GPU message was not checked");
+    } else {
+        let output = kernelbook(book.path(), &["--device", "cuda", "check", "coalesce"]);
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        let stderr = text(&output.stderr);
+        assert_eq!(stderr.trim().lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.starts_with(
+                "kernelbook: cannot check `coalesce` on this machine: no CUDA driver found"
+            ),
+            "{stderr}"
+        );
+        assert!(text(&output.stdout).is_empty());
+    }
+    assert_eq!(std::fs::read_to_string(&file).expect("still there"), edited);
+}
+
+#[test]
+fn a_missing_file_is_a_clear_error() {
+    let book = exercise_book();
+    let missing = book.path().join("mine.cu");
+    let output = kernelbook(
+        book.path(),
+        &["check", "coalesce", missing.to_str().expect("utf-8 path")],
+    );
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    assert_eq!(
+        text(&output.stderr).trim(),
+        format!(
+            "kernelbook: {}: no such file (run `kernelbook check coalesce` without a file to get \
+             the starter kernel in exercises/coalesce.cu)",
+            missing.display()
+        )
+    );
+    assert!(!book.path().join("exercises").exists(), "nothing written");
+}
+
+/// Says a test was skipped where `cargo test` shows it.
+fn skipped(message: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{message}");
+}
+
+/// Whether kernels can be graded here: a CUDA driver and NVRTC.
+fn can_grade() -> bool {
+    cuda::driver_present() && cuda::nvrtc_present()
+}
+
+/// Grades `source` as the learner's kernel on this machine's GPU; `None` without one.
+fn grade(book: &Path, source: &str) -> Option<(Option<i32>, String)> {
+    if !can_grade() {
+        return None;
+    }
+    let file = book.join("mine.cu");
+    std::fs::write(&file, source).expect("write the learner's kernel");
+    let output = kernelbook(
+        book,
+        &[
+            "--device",
+            "cuda",
+            "check",
+            "coalesce",
+            file.to_str().expect("utf-8 path"),
+        ],
+    );
+    Some((output.status.code(), text(&output.stdout)))
+}
+
+/// The solution under the starter's name: what a learner who solved the exercise submits.
+fn solved(book: &Path) -> String {
+    book_kernel(book, "copy_coalesced").replace("copy_coalesced", "copy_chunked")
+}
+
+#[test]
+fn on_a_gpu_each_verdict_is_reached() {
+    let book = exercise_book();
+    let root = book.path();
+    let starter = book_kernel(root, "copy_chunked");
+    let Some((code, stdout)) = grade(root, &solved(root)) else {
+        skipped("SKIPPED on_a_gpu_each_verdict_is_reached: no CUDA driver and NVRTC here");
+        return;
+    };
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(stdout.contains("PASS: correct, and "), "{stdout}");
+    assert!(
+        stdout.contains("│ yours"),
+        "the table has the learner's row: {stdout}"
+    );
+
+    let (code, stdout) = grade(root, &starter).expect("a GPU");
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("FAIL: correct, but ") && stdout.contains("this exercise needs 1.5×"),
+        "{stdout}"
+    );
+
+    let broken = starter.replace("int first", "int first = undefined_name; int unused");
+    let line = broken
+        .lines()
+        .position(|l| l.contains("undefined_name"))
+        .expect("line")
+        + 1;
+    let (code, stdout) = grade(root, &broken).expect("a GPU");
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "{}:{line}: error: identifier \"undefined_name\" is undefined",
+            root.join("mine.cu").display()
+        )),
+        "the compiler's message points into the learner's file: {stdout}"
+    );
+
+    // The last element is never written: it stays NaN.
+    let wrong = starter.replace("if (i < n)", "if (i < n - 1)");
+    let (code, stdout) = grade(root, &wrong).expect("a GPU");
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("the first mismatch is at index 16777215, which should be ")
+            && stdout.contains("no thread wrote that element"),
+        "{stdout}"
+    );
+
+    let renamed = starter.replace("copy_chunked", "copy_renamed");
+    let (code, stdout) = grade(root, &renamed).expect("a GPU");
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("FAIL: your kernel compiled, but failed at loading the kernel"),
+        "{stdout}"
+    );
+}
+
+/// The repository: where this test was built, unless `KERNELBOOK_REPO` says otherwise.
+fn repo() -> PathBuf {
+    match std::env::var_os("KERNELBOOK_REPO") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .expect("workspace root")
+            .to_path_buf(),
+    }
+}
+
+#[test]
+fn on_a_gpu_the_books_reference_solutions_pass() {
+    if !can_grade() {
+        skipped(
+            "SKIPPED on_a_gpu_the_books_reference_solutions_pass: no CUDA driver and NVRTC here",
+        );
+        return;
+    }
+    let labs = mdbook_kernelbook::preprocessor::load_labs(&repo().join("labs")).expect("labs");
+    let book = mdbook_driver::MDBook::load(repo()).expect("the book");
+    let index = mdbook_kernelbook::preprocessor::index_book(&book.book, &book.config.book.src)
+        .expect("index the book");
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let mut checked = 0;
+    for lab in labs.ready.values() {
+        let Some(exercise) = &lab.exercise else {
+            continue;
+        };
+        let kernel_of = |variant: &str| {
+            lab.variant(variant)
+                .and_then(|v| v.kernel_name())
+                .expect("validated: a kernel variant")
+        };
+        let (starter, solution) = (kernel_of(&exercise.starter), kernel_of(&exercise.solution));
+        // The learner's kernel keeps the starter's name: submit the solution under it.
+        let source = rename_identifier(&index.kernels[solution].source, solution, starter);
+        let file = scratch.path().join(format!("{}.cu", lab.name));
+        std::fs::write(&file, source).expect("write");
+        let output = kernelbook(
+            &repo(),
+            &[
+                "--device",
+                "cuda",
+                "check",
+                &lab.name,
+                file.to_str().expect("utf-8 path"),
+            ],
+        );
+        let stdout = text(&output.stdout);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "the solution of `{}` passes:\n{stdout}\n{}",
+            lab.name,
+            text(&output.stderr)
+        );
+        assert!(stdout.contains("PASS:"), "{stdout}");
+        checked += 1;
+    }
+    eprintln!("{checked} exercises' solutions passed");
+}
+
+/// `text` with every whole-word `from` replaced by `to`.
+fn rename_identifier(text: &str, from: &str, to: &str) -> String {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(from) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + from.len()..].chars().next();
+        out.push_str(&rest[..at]);
+        if before.is_some_and(is_word) || after.is_some_and(is_word) {
+            out.push_str(from);
+        } else {
+            out.push_str(to);
+        }
+        rest = &rest[at + from.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn renaming_touches_whole_identifiers_only() {
+    assert_eq!(
+        rename_identifier(
+            "void scale_fast(); scale_fast_x; a_scale_fast",
+            "scale_fast",
+            "scale"
+        ),
+        "void scale(); scale_fast_x; a_scale_fast"
+    );
+}
