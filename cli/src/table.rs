@@ -9,6 +9,12 @@ pub fn print(view: &LabView) {
         return;
     }
     println!("{} ({})", view.title, view.lab);
+    for level in &view.levels {
+        println!(
+            "{}: {} {} ({})",
+            level.name, level.value, view.levels_header, level.variant
+        );
+    }
     // The same optional columns as the book: bandwidth, work rate, the kernel's own count.
     let mut header = vec!["variant".to_string(), "access pattern".to_string()];
     if view.show_bandwidth {

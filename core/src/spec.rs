@@ -58,6 +58,10 @@ pub struct LabSpec {
     /// A ridge point computed from two variants: a compute rate over a bandwidth.
     #[serde(default)]
     pub ridge: Option<RidgeSpec>,
+    /// Levels of the memory hierarchy this lab measures, each read off one variant, for a
+    /// short summary above the table (`levels = [{ name = "L1", variant = "ws_64k" }]`).
+    #[serde(default)]
+    pub levels: Vec<LevelSpec>,
     /// Profile each kernel variant under Nsight Compute after measuring it, where `ncu` is
     /// installed, and show its memory counters under the table.
     #[serde(default)]
@@ -96,6 +100,14 @@ pub struct CounterSpec {
     pub per: Expr,
     /// What the quotient is, e.g. "cycles per load".
     pub unit: String,
+}
+
+/// A level of the hierarchy and the variant whose result stands for it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LevelSpec {
+    pub name: String,
+    pub variant: String,
 }
 
 /// The ridge point of the roofline, measured: the work rate of `compute` (FLOP/s) over the
@@ -856,16 +868,21 @@ impl LabSpec {
                 ));
             }
         }
-        let named = self.ratios.iter().flatten().chain(
-            self.ridge
-                .iter()
-                .flat_map(|ridge| [&ridge.compute, &ridge.memory]),
-        );
+        let named = self
+            .ratios
+            .iter()
+            .flatten()
+            .chain(
+                self.ridge
+                    .iter()
+                    .flat_map(|ridge| [&ridge.compute, &ridge.memory]),
+            )
+            .chain(self.levels.iter().map(|level| &level.variant));
         for name in named {
             if self.variant(name).is_none() {
                 return Err(self.error_at(
                     &format!("\"{name}\""),
-                    format!("`{name}` (in ratios or ridge) is not a variant of this lab"),
+                    format!("`{name}` (in ratios, ridge or levels) is not a variant of this lab"),
                 ));
             }
         }
@@ -1296,5 +1313,121 @@ args = ["dst", "src", "n"]
         );
         let text = COPY.replace("[\"dst\", \"src\", \"n\"]", "[\"dst\", \"src\", \"n:f16\"]");
         assert!(parse(&text).expect_err("bad type").message.contains("f16"));
+    }
+
+    const SWEEP: &str = r#"
+name = "sweep"
+title = "Sweep"
+bytes = "2 * n * 4"
+flush_l2 = false
+ratios = [["slow", "fast"]]
+ridge = { compute = "fast", memory = "slow" }
+levels = [{ name = "L1", variant = "fast" }]
+[params]
+n = 1024
+[work]
+count = "n * 2"
+unit = "FLOP"
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+[[buffers]]
+name = "ticks"
+elem = "u64"
+len = "1"
+fill = "poison"
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+[[variants]]
+name = "slow"
+kernel = "k"
+defines = { MIN_BLOCKS = "2" }
+grid = ["n / 256"]
+block = [256]
+args = ["dst", "src", "3:f32"]
+setup = [{ kernel = "init", grid = [1], block = [32], args = ["dst"] }]
+then = [{ kernel = "finish", grid = [1], block = [32], args = ["dst"], defines = { TILE = "8" } }]
+counter = { buffer = "ticks", per = "n", unit = "cycles" }
+flush_l2 = true
+[[variants]]
+name = "fast"
+kernel = "k"
+grid = ["n / 256"]
+block = [256]
+args = ["dst", "src", "3:f32"]
+[exercise]
+starter = "slow"
+solution = "fast"
+min_speedup = 2.0
+"#;
+
+    #[test]
+    fn sweeps_pipelines_counters_and_exercises_parse() {
+        let lab = parse(SWEEP).expect("valid");
+        assert!(!lab.flush_l2);
+        let slow = lab.variant("slow").expect("slow");
+        assert_eq!(slow.flush_l2, Some(true));
+        assert_eq!(slow.kernel_names(), ["init", "k", "finish"]);
+        assert_eq!(
+            compile_flags(&["-lineinfo".into()], &slow.defines),
+            ["-lineinfo", "-DMIN_BLOCKS=2"]
+        );
+        let refs: Vec<&str> = lab.kernel_refs().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(refs, ["init", "k", "finish", "k"]);
+        assert_eq!(lab.work_for(slow).map(|w| w.unit.as_str()), Some("FLOP"));
+        assert_eq!(
+            lab.counter_for(slow).map(|c| c.buffer.as_str()),
+            Some("ticks")
+        );
+        assert!(
+            lab.counter_for(lab.variant("fast").expect("fast"))
+                .is_none()
+        );
+        assert_eq!(
+            lab.args(slow).expect("args")[2],
+            ArgSpec::Scalar {
+                expr: Expr::new("3"),
+                ty: ScalarType::F32
+            }
+        );
+        assert_eq!(lab.exercise.as_ref().map(|e| e.min_speedup), Some(2.0));
+    }
+
+    #[test]
+    fn new_fields_are_checked_with_their_line() {
+        let cases = [
+            (
+                SWEEP.replace("MIN_BLOCKS = \"2\"", "\"MIN BLOCKS\" = \"2\""),
+                "must be an identifier",
+            ),
+            (
+                SWEEP.replace("elem = \"u64\"", "elem = \"u32\""),
+                "must have elem = \"u64\"",
+            ),
+            (
+                SWEEP.replace("[[\"slow\", \"fast\"]]", "[[\"slow\", \"quick\"]]"),
+                "`quick` (in ratios, ridge or levels) is not a variant",
+            ),
+            (
+                SWEEP.replace("starter = \"slow\"", "starter = \"nope\""),
+                "the exercise's starter `nope` is not a variant",
+            ),
+            (
+                SWEEP.replace("min_speedup = 2.0", "min_speedup = -1.0"),
+                "must be a positive number",
+            ),
+        ];
+        for (text, message) in cases {
+            let err = parse(&text).expect_err(message);
+            assert!(err.message.contains(message), "{}", err.message);
+            assert!(err.line > 1, "{err}");
+        }
     }
 }

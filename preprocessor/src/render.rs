@@ -106,6 +106,52 @@ pub struct LabView {
     pub ridge: Option<String>,
     /// Nsight Compute's counters, for a lab that asks for a profile.
     pub profile: Option<ProfileView>,
+    /// The hierarchy levels this lab stands for, with their measured value ([`LevelView`]).
+    pub levels: Vec<LevelView>,
+    /// What the levels' values are, e.g. "cycles per load" or "GB/s".
+    pub levels_header: String,
+}
+
+/// One level of the hierarchy as this GPU measured it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LevelView {
+    pub name: String,
+    /// The variant it was read from (a working set).
+    pub variant: String,
+    pub value: String,
+}
+
+/// The summary rows of a lab's `levels`: the kernel's own count (and nanoseconds) where it
+/// reports one, else effective bandwidth.
+fn level_views(lab: &LabSpec, results: &LabResults, rows: &[RowView]) -> (Vec<LevelView>, String) {
+    let counter = results
+        .variants
+        .iter()
+        .find_map(|v| v.counter.as_ref().map(|c| c.unit.clone()));
+    let header = counter.clone().unwrap_or_else(|| "GB/s".into());
+    let views = lab
+        .levels
+        .iter()
+        .filter_map(|level| {
+            let row = rows.iter().find(|r| r.name == level.variant)?;
+            if row.problem.is_some() || row.unavailable.is_some() {
+                return None;
+            }
+            let value = match &counter {
+                Some(_) if row.counter_ns != "–" => {
+                    format!("{} ({} ns)", row.counter, row.counter_ns)
+                }
+                Some(_) => row.counter.clone(),
+                None => row.gbs.clone(),
+            };
+            Some(LevelView {
+                name: level.name.clone(),
+                variant: row.label.clone(),
+                value,
+            })
+        })
+        .collect();
+    (views, header)
 }
 
 /// The profiler's table.
@@ -217,6 +263,8 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
         ratios: Vec::new(),
         ridge: None,
         profile: None,
+        levels: Vec::new(),
+        levels_header: String::new(),
         missing: Some(format!(
             "{} is described on this page, but its kernels are not in the book yet, so there is nothing to measure; \
              its table appears here once they are{}",
@@ -288,6 +336,8 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
                 ratios: Vec::new(),
                 ridge: None,
                 profile: None,
+                levels: Vec::new(),
+                levels_header: String::new(),
                 missing: Some(why.clone()),
             };
         }
@@ -401,6 +451,7 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
             });
         }
     }
+    let (levels, levels_header) = level_views(lab, results, &rows);
     let p = &results.provenance;
     LabView {
         lab: lab.name.clone(),
@@ -450,6 +501,8 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         ratios: ratio_sentences(lab, results),
         ridge: ridge_sentence(lab, results),
         profile: profile_view(lab, results),
+        levels,
+        levels_header,
     }
 }
 

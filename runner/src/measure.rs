@@ -1107,7 +1107,7 @@ block = [32]
 args = ["out", "in", "n"]
 "#;
 
-    fn kernel(name: &str, source: &str) -> (String, KernelSource) {
+    pub(super) fn kernel(name: &str, source: &str) -> (String, KernelSource) {
         (
             name.to_string(),
             KernelSource {
@@ -1235,6 +1235,7 @@ args = ["out", "in", "n"]
 
 #[cfg(test)]
 mod limit_tests {
+    use super::tests::kernel;
     use super::*;
     use crate::backend::fake::{FakeCompiler, FakeDevice};
     use kernelbook_core::SourceLocation;
@@ -1327,5 +1328,138 @@ args = ["dst", "src", "n"]
             ),
             other => panic!("expected a refusal, got {other:?}"),
         }
+    }
+
+    /// A lab of copies that exercises the multi-launch, host-copy, counter and no-flush paths.
+    const PIPELINE: &str = r#"
+name = "p"
+title = "P"
+bytes = "2 * n * 4"
+flush_l2 = false
+[params]
+n = 256
+[counter]
+buffer = "count"
+per = "4"
+unit = "ticks per step"
+[[buffers]]
+name = "in"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "mid"
+len = "n"
+fill = "poison"
+[[buffers]]
+name = "out"
+len = "n"
+fill = "poison"
+[[buffers]]
+name = "count"
+elem = "u64"
+len = "1"
+fill = "random"
+[check]
+reference = "copy"
+input = "in"
+output = "out"
+[[variants]]
+name = "two_stages"
+kernel = "copy_first"
+grid = [1]
+block = [256]
+args = ["mid", "in"]
+then = [{ kernel = "copy_second", grid = [1], block = [256], args = ["out", "mid"] }]
+[[variants]]
+name = "first_stage_only"
+kernel = "copy_first"
+grid = [1]
+block = [256]
+args = ["mid", "in"]
+[[variants]]
+name = "h2d"
+builtin = "host_to_device_pinned"
+args = ["out", "in"]
+[[variants]]
+name = "d2h"
+builtin = "device_to_host_pageable"
+args = ["out", "in"]
+"#;
+
+    fn run_pipeline(device: &mut FakeDevice) -> LabResults {
+        let lab = LabSpec::parse(PIPELINE, Path::new("p.toml")).expect("lab");
+        let kernels = BTreeMap::from([kernel("copy_first", "ok"), kernel("copy_second", "ok")]);
+        let options = MeasureOptions {
+            seed: Some(7),
+            ..MeasureOptions::default()
+        };
+        measure_lab(&lab, &kernels, device, &FakeCompiler, &options, &mut Quiet).expect("measured")
+    }
+
+    #[test]
+    fn later_stages_run_with_the_variant_and_without_them_the_check_fails() {
+        let results = run_pipeline(&mut FakeDevice::new());
+        assert!(matches!(
+            results.variant("two_stages").expect("variant").outcome,
+            Outcome::Measured { .. }
+        ));
+        // Only `then` writes `out`: without it the poisoned output cannot pass.
+        assert!(matches!(
+            results
+                .variant("first_stage_only")
+                .expect("variant")
+                .outcome,
+            Outcome::WrongResult { .. }
+        ));
+        let two = results.variant("two_stages").expect("variant");
+        assert_eq!(
+            two.other_kernels.keys().collect::<Vec<_>>(),
+            ["copy_second"],
+            "the later stage's fingerprint is kept for staleness checks"
+        );
+    }
+
+    #[test]
+    fn host_copies_are_checked_through_the_staging_buffer() {
+        let results = run_pipeline(&mut FakeDevice::new());
+        for name in ["h2d", "d2h"] {
+            match &results.variant(name).expect("variant").outcome {
+                Outcome::Measured { .. } => {}
+                other => panic!("{name}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_lab_that_keeps_its_caches_is_never_flushed_and_reads_its_counter_per_sample() {
+        let mut device = FakeDevice::new();
+        let results = run_pipeline(&mut device);
+        assert_eq!(device.flushes, 0, "flush_l2 = false");
+        let raw = u64::from_le_bytes(device.buffers[3][..8].try_into().expect("8 bytes"));
+        let two = results.variant("two_stages").expect("variant");
+        let counter = two.counter.as_ref().expect("counter");
+        let Outcome::Measured { samples_ms, .. } = &two.outcome else {
+            panic!("not measured");
+        };
+        assert_eq!(counter.values.len(), samples_ms.len());
+        assert!(counter.values.iter().all(|v| *v == raw as f64 / 4.0));
+        assert_eq!(counter.unit, "ticks per step");
+    }
+
+    #[test]
+    fn each_kernel_and_option_set_is_compiled_once_per_lab() {
+        let lab = LabSpec::parse(PIPELINE, Path::new("p.toml")).expect("lab");
+        let kernels = BTreeMap::from([kernel("copy_first", "ok"), kernel("copy_second", "ok")]);
+        let images = precompile(
+            &lab,
+            &kernels,
+            "sm_90",
+            &FakeCompiler,
+            &MeasureOptions::default(),
+        );
+        let mut names: Vec<&str> = images.iter().map(|((k, _), _)| k.as_str()).collect();
+        names.sort_unstable();
+        assert_eq!(names, ["copy_first", "copy_second"]);
+        assert!(images.iter().all(|(_, image)| image.is_ok()));
     }
 }

@@ -465,4 +465,168 @@ mod tests {
         );
         assert!(f32::from_le_bytes([poison[0], poison[1], poison[2], poison[3]]).is_nan());
     }
+
+    fn u32s_of(bytes: &[u8]) -> Vec<u32> {
+        super::u32s(bytes).collect()
+    }
+
+    #[test]
+    fn shared_column_reads_sum_down_a_column_of_each_tile() {
+        // One block, tile[i][j] = 32 i + j; thread (x, y) adds tile[x][(y + r) mod 32].
+        let input: Vec<u32> = (0..1024).collect();
+        let out = u32s_of(&shared_column_reads(&input, 1, 2));
+        // x = 3, y = 0: tile[3][0] + tile[3][1] = 96 + 97.
+        assert_eq!(out[3], 193);
+        // x = 0, y = 7 (index 7 * 32): tile[0][7] + tile[0][8].
+        assert_eq!(out[7 * 32], 15);
+        // 32 reps visit the whole row whatever y is: 32 * 5 + (0 + ... + 31).
+        let full = u32s_of(&shared_column_reads(&input, 1, 32));
+        assert!(
+            full.iter()
+                .skip(5)
+                .step_by(32)
+                .all(|v| *v == 32 * 32 * 5 + 496)
+        );
+    }
+
+    #[test]
+    fn the_chase_reference_follows_the_chain_the_gpu_builds() {
+        use kernelbook_core::spec::chase_slot;
+        for nodes in [1u64, 2, 64, 1024] {
+            let spacing = 32;
+            // What chase_init writes: slot k of the lap points at slot k + 1.
+            let mut chain = vec![0u64; (nodes * spacing) as usize];
+            for k in 0..nodes {
+                let from = chase_slot(k, nodes);
+                let to = chase_slot((k + 1) % nodes, nodes);
+                chain[(from * spacing) as usize] = to * spacing;
+            }
+            let mut p = 0u64;
+            for _ in 0..(nodes + 100) {
+                p = chain[p as usize];
+            }
+            assert_eq!(
+                p,
+                pointer_chase_end(nodes, spacing, nodes + 100),
+                "nodes = {nodes}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_chase_order_is_a_permutation_that_scatters_neighbours() {
+        use kernelbook_core::spec::chase_slot;
+        for nodes in [2u64, 8, 4096, 1 << 16] {
+            let mut seen = vec![false; nodes as usize];
+            for k in 0..nodes {
+                let slot = chase_slot(k, nodes);
+                assert!(
+                    !seen[slot as usize],
+                    "slot {slot} visited twice for {nodes} nodes"
+                );
+                seen[slot as usize] = true;
+            }
+        }
+        // Consecutive steps rarely land on neighbouring slots.
+        let nodes = 1u64 << 16;
+        let near = (0..nodes - 1)
+            .filter(|&k| chase_slot(k, nodes).abs_diff(chase_slot(k + 1, nodes)) <= 1)
+            .count();
+        assert!(near < 64, "{near} neighbouring steps");
+    }
+
+    #[test]
+    fn wrapping_sums_and_scales_are_exact() {
+        let input: Vec<u8> = [u32::MAX, 2, 3]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let check = CheckSpec::WrappingSum {
+            input: "in".into(),
+            output: "out".into(),
+            count: Expr::new("3"),
+            times: Expr::new("3"),
+        };
+        let data = |_: &str| Some(input.as_slice());
+        let out = expected_output(&check, &data, ElemType::U32, &Params::new()).expect("sum");
+        // (2^32 - 1 + 2 + 3) * 3 mod 2^32 = 12.
+        assert_eq!(u32s_of(&out), [12]);
+        let floats = f32s(&[1.5, -2.25]);
+        let scale = CheckSpec::Scale {
+            input: "in".into(),
+            output: "out".into(),
+            factor: Expr::new("3"),
+        };
+        let data = |_: &str| Some(floats.as_slice());
+        let out = expected_output(&scale, &data, ElemType::F32, &Params::new()).expect("scale");
+        assert_eq!(out, f32s(&[4.5, -6.75]));
+    }
+
+    #[test]
+    fn gelu_dropout_drops_by_hash_and_scales_the_rest() {
+        use kernelbook_core::spec::dropout_hash;
+        // GELU(0) = 0, and GELU(x) approaches x for large x.
+        assert_eq!(bias_gelu_dropout(0.0, 0.0, 0, 0, 1), 0.0);
+        assert!((bias_gelu_dropout(5.0, 0.0, 0, 0, 1) - 5.0).abs() < 1e-3);
+        // With threshold 2^31 about half the elements are dropped, the rest doubled.
+        let threshold = 1u32 << 31;
+        let dropped = (0..10_000u32)
+            .filter(|&i| bias_gelu_dropout(5.0, 0.0, i, threshold, 9) == 0.0)
+            .count();
+        assert!((4_500..5_500).contains(&dropped), "{dropped} dropped");
+        let kept = (0..100u32)
+            .find(|&i| dropout_hash(9, i) >= threshold)
+            .expect("a kept element");
+        assert!((bias_gelu_dropout(5.0, 0.0, kept, threshold, 9) - 10.0).abs() < 2e-3);
+    }
+
+    #[test]
+    fn compute_checks_follow_the_kernels_arithmetic() {
+        // One chain, one round: fma(x + 0, 0.9999, 0.0001).
+        assert_eq!(fma_chains(2.0, 1, 1), 2.0f32.mul_add(0.9999, 0.0001));
+        // Two chains, no rounds: (x + 0) + (x + 1).
+        assert_eq!(fma_chains(2.0, 2, 0), 5.0);
+        // No iterations: the sum of x + k for k < 64.
+        assert_eq!(register_pressure(0.0, 0), (0..64).sum::<i32>() as f32);
+    }
+
+    #[test]
+    fn a_sampled_check_compares_only_its_sample_and_a_tolerance_accepts_rounding() {
+        let expected = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0]);
+        let mut actual = expected.clone();
+        actual[4..8].copy_from_slice(&9.0f32.to_le_bytes()); // element 1: outside a stride-2 sample
+        assert_eq!(
+            first_mismatch_within(&expected, &actual, ElemType::F32, None, 2),
+            None
+        );
+        assert!(first_mismatch_within(&expected, &actual, ElemType::F32, None, 1).is_some());
+        let mut close = expected.clone();
+        close[8..12].copy_from_slice(&3.000_01f32.to_le_bytes());
+        assert_eq!(
+            first_mismatch_within(&expected, &close, ElemType::F32, Some((1e-5, 1e-6)), 1),
+            None
+        );
+        assert!(first_mismatch_within(&expected, &close, ElemType::F32, None, 1).is_some());
+    }
+
+    #[test]
+    fn sampled_strides_are_odd_and_keep_small_problems_whole() {
+        let check = |count: &str| CheckSpec::FmaChains {
+            input: "in".into(),
+            output: "out".into(),
+            count: Expr::new(count),
+            chains: Expr::new("8"),
+            rounds: Expr::new("2"),
+        };
+        let none = Params::new();
+        assert_eq!(check("1000").sample_stride(&none), Ok(1));
+        let stride = check("4194304").sample_stride(&none).expect("stride");
+        assert_eq!(stride % 2, 1);
+        assert!((4194304 / stride).abs_diff(16384) < 100);
+        let copy = CheckSpec::Copy {
+            input: "a".into(),
+            output: "b".into(),
+        };
+        assert_eq!(copy.sample_stride(&none), Ok(1));
+    }
 }

@@ -1,0 +1,147 @@
+//! The view model of the book's own labs, built from their committed H200 recordings: every
+//! derived figure (ratios, the ridge point, work rates, nanoseconds from cycles, the levels
+//! summary, the profiler's table) is recomputed here from the raw results and compared.
+
+use kernelbook_core::results::{LabResults, Outcome, VariantResult};
+use kernelbook_core::spec::LabSpec;
+use kernelbook_runner::LabOutcome;
+use mdbook_kernelbook::render::{LabView, Templates, lab_view};
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("workspace")
+        .to_path_buf()
+}
+
+fn recorded(name: &str) -> (LabSpec, LabResults, LabView) {
+    let lab = LabSpec::load(&repo().join("labs").join(format!("{name}.toml"))).expect("lab");
+    let text = std::fs::read_to_string(repo().join("labs/recorded").join(format!("{name}.json")))
+        .expect("recording");
+    let results = LabResults::from_json(&text).expect("results");
+    let outcome = LabOutcome::Recorded {
+        results: results.clone(),
+        why: "test".into(),
+        stale_kernels: Vec::new(),
+        compile_errors: Vec::new(),
+    };
+    let view = lab_view(&lab, &outcome);
+    (lab, results, view)
+}
+
+fn median_ms(v: &VariantResult) -> f64 {
+    match &v.outcome {
+        Outcome::Measured { summary, .. } => summary.median_ms,
+        other => panic!("{}: {other:?}", v.name),
+    }
+}
+
+#[test]
+fn ratios_state_the_time_of_one_variant_over_another() {
+    let (_, results, view) = recorded("bank_conflicts");
+    let slow = median_ms(results.variant("conflicted").expect("conflicted"));
+    let fast = median_ms(results.variant("padded").expect("padded"));
+    let expected = format!("{:.2}×", slow / fast);
+    assert!(
+        view.ratios[0].contains(&expected),
+        "{} should contain {expected}",
+        view.ratios[0]
+    );
+    assert_eq!(view.ratios.len(), 2);
+    // Work rates: shared loads per second, scaled to the header's prefix.
+    let header = view.rate_header.as_deref().expect("rate column");
+    assert!(header.ends_with("shared loads/s"), "{header}");
+}
+
+#[test]
+fn the_ridge_point_is_the_measured_flop_rate_over_the_measured_bandwidth() {
+    let (_, results, view) = recorded("memory_wall");
+    let fma = results.variant("fma").expect("fma");
+    let flops = fma.work.as_ref().expect("work").count as f64 / (median_ms(fma) / 1e3);
+    let gbs = results
+        .variant("memcpy")
+        .and_then(VariantResult::effective_gbs)
+        .expect("memcpy");
+    let ridge = view.ridge.as_deref().expect("ridge");
+    let expected = format!("= {:.1} FLOP per byte", flops / (gbs * 1e9));
+    assert!(
+        ridge.contains(&expected),
+        "{ridge} should contain {expected}"
+    );
+    assert_eq!(view.rate_header.as_deref(), Some("TFLOP/s"));
+}
+
+#[test]
+fn cycles_become_nanoseconds_at_the_recorded_sm_clock_and_levels_summarise_them() {
+    let (lab, results, view) = recorded("hierarchy");
+    assert!(
+        !view.show_bandwidth,
+        "a latency lab has no bandwidth column"
+    );
+    assert_eq!(view.counter_header.as_deref(), Some("cycles per load"));
+    let ghz = f64::from(results.provenance.clocks.expect("clocks").sm_mhz) / 1000.0;
+    let row = view.rows.iter().find(|r| r.name == "ws_1g").expect("row");
+    let cycles: f64 = row.counter.parse().expect("cycles");
+    let ns: f64 = row.counter_ns.parse().expect("ns");
+    assert!(
+        (cycles / ghz - ns).abs() <= 1.0,
+        "{cycles} cycles, {ns} ns at {ghz} GHz"
+    );
+    let names: Vec<&str> = view.levels.iter().map(|l| l.name.as_str()).collect();
+    assert_eq!(
+        names,
+        lab.levels
+            .iter()
+            .map(|l| l.name.as_str())
+            .collect::<Vec<_>>()
+    );
+    // Latency grows down the hierarchy.
+    let value = |i: usize| -> f64 {
+        view.levels[i]
+            .value
+            .split_whitespace()
+            .next()
+            .expect("value")
+            .parse()
+            .expect("number")
+    };
+    assert!(value(0) < value(1) && value(1) < value(2));
+    let html = Templates::new().render_lab(&view).expect("render");
+    assert!(html.contains("The hierarchy on this GPU"));
+    assert!(html.contains("cycles per load"));
+}
+
+#[test]
+fn the_profilers_counters_are_tabulated_per_variant() {
+    let (_, results, view) = recorded("profile_transpose");
+    let profile = view.profile.as_ref().expect("profile");
+    let run = results.profile.as_ref().expect("recorded profile");
+    assert_eq!(profile.rows.len(), run.kernels.len());
+    let tiled = profile
+        .rows
+        .iter()
+        .find(|r| r.label == "transpose_tiled")
+        .expect("tiled");
+    let recorded = run
+        .kernels
+        .iter()
+        .find(|k| k.variant == "tiled")
+        .and_then(|k| k.counters.conflicts_per_shared_load)
+        .expect("conflicts per load");
+    assert_eq!(tiled.conflicts_per_load, format!("{recorded:.2}"));
+    let html = Templates::new().render_lab(&view).expect("render");
+    assert!(html.contains("Counters from Nsight Compute"));
+}
+
+#[test]
+fn compute_labs_say_their_check_is_sampled() {
+    let (_, _, view) = recorded("register_pressure");
+    assert!(
+        view.notes.iter().any(|n| n.contains("compares every")),
+        "{:?}",
+        view.notes
+    );
+    let (_, _, view) = recorded("transpose");
+    assert!(!view.notes.iter().any(|n| n.contains("compares every")));
+}
