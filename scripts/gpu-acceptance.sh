@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine from the repository root: the GPU tests, the NVRTC test, the runner
-# benchmark (cold build of every lab, warm build, a rebuild after editing one kernel), fresh
-# recordings of every lab and a repeatability check of every lab against them.
+# benchmark (scripts/bench: cold build of every lab, warm builds, a rebuild after editing one
+# kernel), fresh recordings of every lab and a repeatability check of every lab against them.
 # Binaries are built elsewhere and carried in: KERNELBOOK (the CLI) and TESTS (a folder holding
 # the `gpu`, `book` and `check` test binaries). OUT receives summary.txt, recorded.tgz (the new
 # recordings) and logs.txt (few files: the device tool brings back at most eight).
@@ -28,26 +28,8 @@ step "exercise checker on the GPU"
 step "NVRTC test"
 CUDA_CACHE_DISABLE=1 "$TESTS/book" nvrtc --nocapture 2>&1 | tee "$LOGS/nvrtc-test.txt"
 
-step "benchmark: cold build (empty cache: compiles and measures every lab)" | tee -a "$OUT/summary.txt"
-rm -rf .kernelbook
-t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$LOGS/build-cold.txt"; t1=$(seconds)
-echo "cold build, all labs: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
-step "benchmark: warm build (nothing changed: no GPU work)"
-t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$LOGS/build-warm.txt"; t1=$(seconds)
-echo "warm build: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
-step "benchmark: edit transpose_padded; only the labs that run it are measured again"
-cp book/src/labs/lab2-transpose.md /tmp/lab2.md
-python3 - <<'PY'
-path = "book/src/labs/lab2-transpose.md"
-text = open(path).read()
-marker = 'extern "C" __global__ void transpose_padded('
-assert marker in text
-open(path, "w").write(text.replace(marker, "// edited\n" + marker, 1))
-PY
-t0=$(seconds); "$KERNELBOOK" build 2>&1 | tee "$LOGS/build-edit.txt"; t1=$(seconds)
-echo "build after editing transpose_padded: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
-grep -o "lab \`[a-z_0-9]*\`: preparing" "$LOGS/build-edit.txt" | sort | uniq -c | tee -a "$OUT/summary.txt"
-cp /tmp/lab2.md book/src/labs/lab2-transpose.md
+step "benchmark (scripts/bench): cold build, warm builds, rebuild after one edit" | tee -a "$OUT/summary.txt"
+scripts/bench "$KERNELBOOK" 2>&1 | tee -a "$OUT/summary.txt"
 
 step "record every lab" | tee -a "$OUT/summary.txt"
 t0=$(seconds); "$KERNELBOOK" record 2>&1 | tee "$LOGS/record.txt"; t1=$(seconds)

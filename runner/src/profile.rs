@@ -1450,11 +1450,13 @@ mod tests {
     }
 }
 
-/// Profiles each kernel variant of `lab` that `results` shows measured: one ncu run per variant,
-/// around a measuring child asked for that variant alone, keeping the counters of the kernel's
-/// first launch — the checked run on freshly poisoned output, after which the child's timed runs
-/// go on unprofiled. Problems (no ncu, no permission) are reported in the run, not as errors:
-/// the lab's timings stand on their own.
+/// Profiles each kernel variant of `lab` that `results` shows measured, keeping the counters of
+/// each kernel's first launch — the checked run on freshly poisoned output; the child's one
+/// timed run after it goes unused. Variants whose kernels differ share one ncu run (one child
+/// process, one CUDA start-up); a kernel that several variants launch is profiled once per
+/// variant, each in a run of its own, so that its first launch is that variant's. Problems (no
+/// ncu, no permission) are reported in the run, not as errors: the lab's timings stand on
+/// their own.
 pub fn profile_lab(
     exe: &Path,
     backend: crate::backend::BackendChoice,
@@ -1477,21 +1479,33 @@ pub fn profile_lab(
         kernels: Vec::new(),
         problem: None,
     };
+    // (variant, function name) of every measured kernel variant, in the lab's order.
+    let targets: Vec<(String, String)> = lab
+        .variants
+        .iter()
+        .filter(|v| {
+            results
+                .variant(&v.name)
+                .is_some_and(|r| matches!(r.outcome, Outcome::Measured { .. }))
+        })
+        .filter_map(|v| Some((v.name.clone(), kernels.get(v.kernel_name()?)?.name.clone())))
+        .collect();
+    let shared = |function: &str| targets.iter().filter(|(_, f)| f == function).count() > 1;
+    let mut batches: Vec<Vec<(String, String)>> = Vec::new();
+    let (own_run, one_run): (Vec<_>, Vec<_>) =
+        targets.iter().cloned().partition(|(_, f)| shared(f));
+    if !one_run.is_empty() {
+        batches.push(one_run);
+    }
+    batches.extend(own_run.into_iter().map(|target| vec![target]));
+
     let metrics = metric_names(true);
-    for variant in &lab.variants {
-        let (Some(kernel), Some(result)) = (variant.kernel_name(), results.variant(&variant.name))
-        else {
-            continue;
-        };
-        if !matches!(result.outcome, Outcome::Measured { .. }) {
-            continue;
-        }
-        let Some(source) = kernels.get(kernel) else {
-            continue;
-        };
+    for batch in batches {
+        let functions: Vec<&str> = batch.iter().map(|(_, f)| f.as_str()).collect();
         progress.stage(&format!(
-            "lab `{}`: profiling `{kernel}` under ncu",
-            lab.name
+            "lab `{}`: profiling {} under ncu",
+            lab.name,
+            functions.join(", ")
         ));
         let request = crate::isolate::ChildRequest {
             backend,
@@ -1499,7 +1513,7 @@ pub fn profile_lab(
             params: lab.params.clone(),
             kernels: kernels.clone(),
             options: crate::measure::MeasureOptions {
-                only: Some(vec![variant.name.clone()]),
+                only: Some(batch.iter().map(|(v, _)| v.clone()).collect()),
                 warmup_runs: 0,
                 seed: Some(results.provenance.input_seed),
                 rule: kernelbook_core::stats::StoppingRule {
@@ -1519,25 +1533,34 @@ pub fn profile_lab(
                 break;
             }
         };
-        let function = regex_escape(&source.name);
+        let filter = functions
+            .iter()
+            .map(|f| regex_escape(f))
+            .collect::<Vec<_>>()
+            .join("|");
         let command = command(
             &ncu,
             &metrics,
-            &format!("^{function}$"),
-            Some(1),
+            &format!("^({filter})$"),
+            None,
             exe,
             &[OsString::from(crate::isolate::CHILD_ARG)],
         );
-        match profile_with_input(command, &body, lab.timeout() + Duration::from_secs(120)) {
-            Ok(launches) => match launches.iter().find(|l| l.kernel == source.name) {
-                Some(launch) => run.kernels.push(ProfiledVariant {
-                    variant: variant.name.clone(),
-                    counters: summarize(launch),
-                }),
-                None => {
-                    run.problem = Some(format!("ncu profiled no launch of `{}`", source.name));
+        let limit = lab.timeout() * batch.len().max(1) as u32 + Duration::from_secs(120);
+        match profile_with_input(command, &body, limit) {
+            Ok(launches) => {
+                for (variant, function) in &batch {
+                    match launches.iter().find(|l| &l.kernel == function) {
+                        Some(launch) => run.kernels.push(ProfiledVariant {
+                            variant: variant.clone(),
+                            counters: summarize(launch),
+                        }),
+                        None => {
+                            run.problem = Some(format!("ncu profiled no launch of `{function}`"));
+                        }
+                    }
                 }
-            },
+            }
             Err(err) => {
                 let fatal = matches!(err, ProfileError::NcuMissing(_) | ProfileError::Permission);
                 run.problem = Some(err.to_string());
@@ -1547,6 +1570,13 @@ pub fn profile_lab(
             }
         }
     }
+    // The table follows the lab's order whatever order the runs went in.
+    run.kernels.sort_by_key(|k| {
+        lab.variants
+            .iter()
+            .position(|v| v.name == k.variant)
+            .unwrap_or(usize::MAX)
+    });
     run
 }
 
