@@ -369,6 +369,15 @@ pub enum CheckSpec {
         warm: Expr,
         steps: Expr,
     },
+    /// Each `tile` × `tile` block of an n × n f32 matrix plus its own transpose:
+    /// `output[r][c] = input[r][c] + input[r0 + (c - c0)][c0 + (r - r0)]` for the block at
+    /// (r0, c0); one add, so bit for bit.
+    TileSymmetrize {
+        input: String,
+        output: String,
+        n: Expr,
+        tile: Expr,
+    },
     /// `output[0]` = `times` × (Σ input[0..count]), u32 wrapping.
     WrappingSum {
         input: String,
@@ -441,6 +450,7 @@ impl CheckSpec {
             | CheckSpec::SharedColumnReads { input, .. }
             | CheckSpec::RegisterPressure { input, .. }
             | CheckSpec::WrappingSum { input, .. }
+            | CheckSpec::TileSymmetrize { input, .. }
             | CheckSpec::FmaChains { input, .. } => vec![input],
             CheckSpec::BiasGeluDropout { input, bias, .. } => vec![input, bias],
             CheckSpec::PointerChase { .. } => Vec::new(),
@@ -458,6 +468,7 @@ impl CheckSpec {
             | CheckSpec::RegisterPressure { output, .. }
             | CheckSpec::PointerChase { output, .. }
             | CheckSpec::WrappingSum { output, .. }
+            | CheckSpec::TileSymmetrize { output, .. }
             | CheckSpec::BiasGeluDropout { output, .. }
             | CheckSpec::FmaChains { output, .. } => output,
         }
@@ -492,6 +503,7 @@ impl CheckSpec {
                 ("steps", steps),
             ],
             CheckSpec::WrappingSum { count, times, .. } => vec![("count", count), ("times", times)],
+            CheckSpec::TileSymmetrize { n, tile, .. } => vec![("n", n), ("tile", tile)],
             CheckSpec::BiasGeluDropout {
                 rows,
                 cols,

@@ -153,6 +153,10 @@ pub fn expected_output<'a>(
             let index = pointer_chase_end(size(nodes)? as u64, size(spacing)? as u64, steps);
             (index as u32).to_le_bytes().to_vec()
         }
+        CheckSpec::TileSymmetrize { input, n, tile, .. } => {
+            let values: Vec<f32> = f32s(data(input)).collect();
+            to_bytes_f32(tile_symmetrize(&values, size(n)?, size(tile)?).into_iter())
+        }
         CheckSpec::WrappingSum {
             input,
             count,
@@ -242,6 +246,29 @@ pub fn column_sums(input: &[f32], n: usize) -> Vec<u8> {
         }
     }
     to_bytes_f32(out.into_iter())
+}
+
+/// Every `tile` × `tile` block of an n × n matrix plus its own transpose (see
+/// [`CheckSpec::TileSymmetrize`]); rows or columns past the last whole block are left zero.
+pub fn tile_symmetrize(input: &[f32], n: usize, tile: usize) -> Vec<f32> {
+    let mut out = vec![0f32; n * n];
+    if tile == 0 || input.len() < n * n {
+        return out;
+    }
+    let blocks = n / tile;
+    for br in 0..blocks {
+        for bc in 0..blocks {
+            let (r0, c0) = (br * tile, bc * tile);
+            for r in 0..tile {
+                for c in 0..tile {
+                    let own = input[(r0 + r) * n + c0 + c];
+                    let mirrored = input[(r0 + c) * n + c0 + r];
+                    out[(r0 + r) * n + c0 + c] = own + mirrored;
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The shared-memory column-read microbenchmark's result (see [`CheckSpec::SharedColumnReads`]).
@@ -684,5 +711,17 @@ mod tests {
         // Chunks have generators of their own: the second chunk does not repeat the first.
         let chunk = (1 << 20) * 4;
         assert_ne!(a[..64], a[chunk..chunk + 64]);
+    }
+
+    #[test]
+    fn tile_symmetrize_adds_each_block_to_its_own_transpose() {
+        // A 4 × 4 matrix in 2 × 2 blocks: block (0, 1) holds 2, 3 / 6, 7.
+        let input: Vec<f32> = (0..16).map(|v| v as f32).collect();
+        let out = tile_symmetrize(&input, 4, 2);
+        assert_eq!(&out[2..4], &[2.0 + 2.0, 3.0 + 6.0]);
+        assert_eq!(&out[6..8], &[6.0 + 3.0, 7.0 + 7.0]);
+        // A block's diagonal doubles.
+        assert_eq!(out[0], 0.0);
+        assert_eq!(out[5], 10.0);
     }
 }
