@@ -295,7 +295,8 @@ impl ElemType {
     }
 }
 
-/// How a buffer is filled before each verification run.
+/// How a buffer starts. Random and zero buffers are filled once per lab run (variants only
+/// read them); poisoned buffers are poisoned again before every variant's check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Fill {
@@ -567,7 +568,8 @@ pub enum Builtin {
     HostToDevicePageable,
     /// The same from page-locked (pinned) host memory.
     HostToDevicePinned,
-    /// A copy of `src` into pageable host memory, checked by copying it back into `dst`.
+    /// A copy of `src` into pageable host memory, checked by reading that host memory (`dst`
+    /// is not written).
     DeviceToHostPageable,
     /// The same into pinned host memory.
     DeviceToHostPinned,
@@ -898,6 +900,18 @@ impl LabSpec {
                 ));
             }
         }
+        if let Some(ridge) = &self.ridge
+            && let Some(compute) = self.variant(&ridge.compute)
+            && self.work_for(compute).is_none()
+        {
+            return Err(self.error_at(
+                "ridge",
+                format!(
+                    "the ridge's compute variant `{}` declares no `work` to make a rate of",
+                    ridge.compute
+                ),
+            ));
+        }
         if let Some(exercise) = &self.exercise {
             for (role, name) in [
                 ("starter", &exercise.starter),
@@ -989,6 +1003,13 @@ impl LabSpec {
                         variant.name
                     )));
                 }
+                if builtin.is_copy() && !matches!(self.check_for(variant), CheckSpec::Copy { .. }) {
+                    return Err(here(format!(
+                        "builtin {} (variant `{}`) copies: its check must be `reference = \"copy\"`",
+                        builtin.name(),
+                        variant.name
+                    )));
+                }
                 if !builtin.is_copy()
                     && !matches!(self.check_for(variant), CheckSpec::Transpose { .. })
                 {
@@ -1023,6 +1044,12 @@ impl LabSpec {
         }
         if let Some(counter) = self.counter_for(variant) {
             self.check_expr(&counter.per, "counter.per")?;
+            if counter.per.eval(&self.params).is_ok_and(|per| per <= 0) {
+                return Err(self.error_at(
+                    counter.per.as_str(),
+                    format!("counter.per `{}` must be positive", counter.per),
+                ));
+            }
             match self.buffer(&counter.buffer) {
                 Some(buffer) if buffer.elem == ElemType::U64 => {}
                 Some(_) => {
@@ -1434,6 +1461,14 @@ min_speedup = 2.0
             (
                 SWEEP.replace("min_speedup = 2.0", "min_speedup = -1.0"),
                 "must be a positive number",
+            ),
+            (
+                SWEEP.replace("[work]\ncount = \"n * 2\"\nunit = \"FLOP\"\n", ""),
+                "declares no `work`",
+            ),
+            (
+                SWEEP.replace("per = \"n\"", "per = \"0\""),
+                "must be positive",
             ),
         ];
         for (text, message) in cases {

@@ -52,17 +52,20 @@ pub struct PlotView {
 /// A plotted row's y value.
 type YOf = Box<dyn Fn(&VariantResult) -> Option<f64>>;
 
-/// What a plot's y axis shows, picked from what the lab measures: the kernel's own count if it
-/// reports one, else its work rate if the lab declares work, else effective bandwidth.
-fn y_metric(lab: &LabSpec, results: &LabResults) -> (String, YOf) {
-    if let Some(counter) = &lab.counter {
-        let unit = counter.unit.clone();
+/// What a plot's y axis shows, picked from what the results hold: the kernel's own count if
+/// the variants report one, else their work rate if they declare work, else effective bandwidth.
+fn y_metric(results: &LabResults) -> (String, YOf) {
+    if let Some(unit) = results
+        .variants
+        .iter()
+        .find_map(|v| v.counter.as_ref().map(|c| c.unit.clone()))
+    {
         return (
             unit,
             Box::new(|v: &VariantResult| v.counter.as_ref()?.median()),
         );
     }
-    if let Some(work) = &lab.work {
+    if let Some(work) = results.variants.iter().find_map(|v| v.work.clone()) {
         let rate = |v: &VariantResult| -> Option<f64> {
             let work = v.work.as_ref()?;
             match &v.outcome {
@@ -90,7 +93,7 @@ fn y_metric(lab: &LabSpec, results: &LabResults) -> (String, YOf) {
 /// measured at a plotted position.
 pub fn plot_view(lab: &LabSpec, results: &LabResults) -> Option<PlotView> {
     let spec = lab.plot.as_ref()?;
-    let (y_label, y_of) = y_metric(lab, results);
+    let (y_label, y_of) = y_metric(results);
     let measured: Vec<(f64, f64, String)> = results
         .variants
         .iter()

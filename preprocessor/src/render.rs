@@ -137,8 +137,10 @@ fn level_views(lab: &LabSpec, results: &LabResults, rows: &[RowView]) -> (Vec<Le
             if row.problem.is_some() || row.unavailable.is_some() {
                 return None;
             }
+            // Nanoseconds only make sense for a count of SM cycles.
+            let in_cycles = counter.as_deref().is_some_and(|u| u.starts_with("cycles"));
             let value = match &counter {
-                Some(_) if row.counter_ns != "–" => {
+                Some(_) if in_cycles && row.counter_ns != "–" => {
                     format!("{} ({} ns)", row.counter, row.counter_ns)
                 }
                 Some(_) => row.counter.clone(),

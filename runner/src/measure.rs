@@ -188,7 +188,7 @@ pub fn measure_lab(
     progress.stage(&format!("lab `{}`: compiling its kernels", lab.name));
     compiled.images = precompile(lab, kernels, &device.info().arch, compiler, options);
 
-    let mut provenance = provenance(device, compiler, options, seed);
+    let mut provenance = provenance(device, compiler, options, seed, lab);
     progress.begin(&provenance);
     let mut variants = Vec::with_capacity(lab.variants.len());
     for (index, variant) in lab.variants.iter().enumerate() {
@@ -474,9 +474,26 @@ fn provenance(
     compiler: &dyn Compiler,
     options: &MeasureOptions,
     seed: u64,
+    lab: &LabSpec,
 ) -> Provenance {
     let info = device.info().clone();
     let l2_mib = info.l2_bytes as f64 / (1 << 20) as f64;
+    let flushes = lab
+        .variants
+        .iter()
+        .map(|v| v.flush_l2.unwrap_or(lab.flush_l2));
+    let (all, none) = flushes.fold((true, true), |(all, none), f| (all && f, none && !f));
+    let flush = if all {
+        format!("L2 ({l2_mib:.0} MiB) flushed before every sample")
+    } else if none {
+        format!(
+            "L2 ({l2_mib:.0} MiB) not flushed: the warm-up runs leave the caches as a re-run finds them"
+        )
+    } else {
+        format!(
+            "L2 ({l2_mib:.0} MiB) flushed before every sample where the variant says so, else left warm"
+        )
+    };
     Provenance {
         driver_version: device.driver_version(),
         compiler_version: compiler.version(),
@@ -485,7 +502,7 @@ fn provenance(
         wall_seconds: 0.0,
         input_seed: seed,
         timing_method: format!(
-            "device events around each launch; L2 ({l2_mib:.0} MiB) flushed before every sample; \
+            "device events around each launch; {flush}; \
              {} warm-up runs; at least {} samples and {} ms of kernel time, until the mean is \
              known to {:.1} %",
             options.warmup_runs,
