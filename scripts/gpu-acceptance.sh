@@ -41,6 +41,8 @@ for path in sys.argv[1:]:
     print(f"  {r['lab']:<22} {r['provenance']['wall_seconds']:6.1f} s")
 PY
 
+tar czf "$OUT/recorded.tgz" labs/recorded
+
 step "repeatability: every lab measured again, medians compared with the recording" | tee -a "$OUT/summary.txt"
 for recorded in labs/recorded/*.json; do
     lab=$(basename "$recorded" .json)
@@ -60,5 +62,4 @@ done
 
 grep -hE "^test |test result|GB/s|wrong kernel|cached lookup|NVRTC|solutions passed" \
     "$LOGS/gpu-tests.txt" "$LOGS/check-tests.txt" "$LOGS/nvrtc-test.txt" >> "$OUT/summary.txt"
-tar czf "$OUT/recorded.tgz" labs/recorded
 cat "$LOGS"/*.txt > "$OUT/logs.txt"
