@@ -92,6 +92,7 @@ fn lab_on_disk(
                     file: "faults.md".into(),
                     line: 1,
                 },
+                language: Default::default(),
             },
         );
     }
@@ -268,6 +269,7 @@ fn every_variant_of_the_real_labs_is_verified_and_timed() {
         ("hierarchy", &[]),
         ("hierarchy_bandwidth", &[]),
         ("hierarchy_sizing", &[]),
+        ("triton_transpose", &[("n", 2048)]),
     ];
     let ready: Vec<String> = std::fs::read_dir(repo().join("labs"))
         .expect("labs/")
@@ -360,6 +362,7 @@ fn tiny(source: &str) -> (LabSpec, BTreeMap<String, KernelSource>) {
             file: "tiny.md".into(),
             line: 1,
         },
+        language: Default::default(),
     };
     (lab, BTreeMap::from([("k".to_string(), kernel)]))
 }

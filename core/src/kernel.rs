@@ -18,7 +18,29 @@ impl fmt::Display for SourceLocation {
     }
 }
 
-/// One CUDA kernel block of the book: the exact text the reader sees and the runner compiles.
+/// What a kernel block is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    /// CUDA C++, compiled at run time with NVRTC (or hiprtc).
+    #[default]
+    Cuda,
+    /// Python (a Triton kernel and its launcher), run by a `python3` with torch and Triton.
+    Python,
+}
+
+impl Language {
+    /// The extension of its tangled file.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Language::Cuda => "cu",
+            Language::Python => "py",
+        }
+    }
+}
+
+/// One kernel block of the book: the exact text the reader sees and the runner compiles (or,
+/// for Python, runs).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KernelSource {
     /// The name from the info string (` ```cuda kernel=NAME `), also the `extern "C"` entry point.
@@ -27,6 +49,8 @@ pub struct KernelSource {
     pub source: String,
     /// Where the first line of the source (the line after the opening fence) stands.
     pub origin: SourceLocation,
+    #[serde(default)]
+    pub language: Language,
 }
 
 impl KernelSource {

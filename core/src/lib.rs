@@ -48,7 +48,7 @@ pub mod results;
 pub mod spec;
 pub mod stats;
 
-pub use kernel::{KernelSource, SourceLocation};
+pub use kernel::{KernelSource, Language, SourceLocation};
 
 /// Turns a byte offset into a 1-based line number.
 pub fn line_of_offset(text: &str, offset: usize) -> usize {

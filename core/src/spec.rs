@@ -564,6 +564,9 @@ pub enum Builtin {
     LibraryTranspose,
     /// PyTorch's `x.t().contiguous()`, where a `python3` with torch is found; likewise.
     TorchTranspose,
+    /// The `transpose(x)` of a Python block of the book (`script = "NAME"`, a ` ```python
+    /// kernel=NAME ` block: a Triton kernel and its launcher), run like the PyTorch peer.
+    PythonTranspose,
     /// A copy of `src`'s contents from ordinary (pageable) host memory into `dst`.
     HostToDevicePageable,
     /// The same from page-locked (pinned) host memory.
@@ -582,6 +585,7 @@ impl Builtin {
             Builtin::Memcpy => "memcpy",
             Builtin::LibraryTranspose => "library_transpose",
             Builtin::TorchTranspose => "torch_transpose",
+            Builtin::PythonTranspose => "python_transpose",
             Builtin::HostToDevicePageable => "host_to_device_pageable",
             Builtin::HostToDevicePinned => "host_to_device_pinned",
             Builtin::DeviceToHostPageable => "device_to_host_pageable",
@@ -591,7 +595,10 @@ impl Builtin {
 
     /// A copy that checks like `memcpy`: `dst` must equal `src`.
     pub fn is_copy(self) -> bool {
-        !matches!(self, Builtin::LibraryTranspose | Builtin::TorchTranspose)
+        !matches!(
+            self,
+            Builtin::LibraryTranspose | Builtin::TorchTranspose | Builtin::PythonTranspose
+        )
     }
 }
 
@@ -610,6 +617,9 @@ pub struct VariantSpec {
     pub kernel: Option<Spanned<String>>,
     #[serde(default)]
     pub builtin: Option<Builtin>,
+    /// The Python block a `python_transpose` builtin runs.
+    #[serde(default)]
+    pub script: Option<Spanned<String>>,
     #[serde(default)]
     pub grid: Vec<Expr>,
     #[serde(default)]
@@ -657,11 +667,17 @@ impl VariantSpec {
         self.kernel.as_ref().map(|k| k.get_ref().as_str())
     }
 
-    /// Every kernel the variant launches: setup, its own, then the later stages.
+    /// Every kernel the variant launches: setup, its own, then the later stages (and the
+    /// Python block a script builtin runs).
     pub fn kernel_names(&self) -> Vec<&str> {
         let setup = self.setup.iter().map(LaunchSpec::kernel_name);
         let then = self.then.iter().map(LaunchSpec::kernel_name);
-        setup.chain(self.kernel_name()).chain(then).collect()
+        let script = self.script.as_ref().map(|s| s.get_ref().as_str());
+        setup
+            .chain(self.kernel_name())
+            .chain(then)
+            .chain(script)
+            .collect()
     }
 }
 
@@ -765,7 +781,11 @@ impl LabSpec {
             .flat_map(|v| {
                 let setup = v.setup.iter().map(|l| at(&l.kernel));
                 let then = v.then.iter().map(|l| at(&l.kernel));
-                setup.chain(v.kernel.as_ref().map(at)).chain(then)
+                let script = v.script.as_ref().map(at);
+                setup
+                    .chain(v.kernel.as_ref().map(at))
+                    .chain(then)
+                    .chain(script)
             })
             .collect()
     }
@@ -1039,6 +1059,21 @@ impl LabSpec {
             )));
         }
         self.validate_defines(&variant.name, &variant.defines)?;
+        match (variant.builtin, &variant.script) {
+            (Some(Builtin::PythonTranspose), None) => {
+                return Err(here(format!(
+                    "variant `{}`: python_transpose needs `script = \"NAME\"`, a ```python kernel=NAME block",
+                    variant.name
+                )));
+            }
+            (Some(Builtin::PythonTranspose), Some(_)) | (_, None) => {}
+            (_, Some(_)) => {
+                return Err(here(format!(
+                    "variant `{}`: `script` goes with builtin = \"python_transpose\"",
+                    variant.name
+                )));
+            }
+        }
         if let Some(work) = self.work_for(variant) {
             self.check_expr(&work.count, "work.count")?;
         }
@@ -1476,5 +1511,33 @@ min_speedup = 2.0
             assert!(err.message.contains(message), "{}", err.message);
             assert!(err.line > 1, "{err}");
         }
+    }
+
+    #[test]
+    fn a_python_block_variant_names_its_script() {
+        let lab = |variant: &str| {
+            format!(
+                "name = \"t\"\ntitle = \"T\"\nbytes = \"8\"\n[params]\nn = 4\n\
+                 [[buffers]]\nname = \"in\"\nlen = \"n * n\"\nfill = \"random\"\n\
+                 [[buffers]]\nname = \"out\"\nlen = \"n * n\"\nfill = \"poison\"\n\
+                 [check]\nreference = \"transpose\"\ninput = \"in\"\noutput = \"out\"\nrows = \"n\"\ncols = \"n\"\n\
+                 [[variants]]\nname = \"v\"\nargs = [\"out\", \"in\"]\n{variant}\n"
+            )
+        };
+        let ok = parse(&lab(
+            "builtin = \"python_transpose\"\nscript = \"triton_transpose\"",
+        ))
+        .expect("valid");
+        assert_eq!(ok.variants[0].kernel_names(), ["triton_transpose"]);
+        assert_eq!(ok.kernel_refs()[0].0, "triton_transpose");
+        let missing = parse(&lab("builtin = \"python_transpose\"")).expect_err("no script");
+        assert!(
+            missing.message.contains("needs `script"),
+            "{}",
+            missing.message
+        );
+        let stray =
+            parse(&lab("builtin = \"torch_transpose\"\nscript = \"x\"")).expect_err("stray");
+        assert!(stray.message.contains("goes with"), "{}", stray.message);
     }
 }

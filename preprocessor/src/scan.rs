@@ -3,7 +3,7 @@
 //! lines. Parsing goes through pulldown-cmark so that a directive inside a code block or an
 //! inline code span is left alone, as the reader expects.
 
-use kernelbook_core::{KernelSource, SourceLocation, line_of_offset};
+use kernelbook_core::{KernelSource, Language, SourceLocation, line_of_offset};
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -77,10 +77,12 @@ pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError
             Event::End(TagEnd::CodeBlock) => {
                 if let Some((range, info, info_range, body)) = open_block.take() {
                     code_ranges.push(range.clone());
-                    if let Some(name) = parse_info(&info).map_err(|message| ScanError {
-                        location: at(range.start),
-                        message,
-                    })? {
+                    if let Some((name, language)) =
+                        parse_info(&info).map_err(|message| ScanError {
+                            location: at(range.start),
+                            message,
+                        })?
+                    {
                         let origin = at(range.start);
                         scan.kernels.push(KernelBlock {
                             kernel: KernelSource {
@@ -90,6 +92,7 @@ pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError
                                     file: origin.file,
                                     line: origin.line + 1,
                                 },
+                                language,
                             },
                             range,
                             info_range,
@@ -153,16 +156,25 @@ pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError
     Ok(scan)
 }
 
-/// Reads a fenced block's info string: `Ok(Some(name))` for a kernel block, `Ok(None)` for any
-/// other block, `Err` for a CUDA block whose attributes are malformed.
-pub fn parse_info(info: &str) -> Result<Option<String>, String> {
+/// Reads a fenced block's info string: `Ok(Some((name, language)))` for a kernel block
+/// (` ```cuda kernel=NAME ` or ` ```python kernel=NAME `), `Ok(None)` for any other block, `Err`
+/// for a kernel-language block whose attributes are malformed. A Python block without
+/// `kernel=` is ordinary code to read.
+pub fn parse_info(info: &str) -> Result<Option<(String, Language)>, String> {
     let mut words = info.split_whitespace();
     let Some(language) = words.next() else {
         return Ok(None);
     };
-    if !CUDA_LANGUAGES.contains(&language) {
+    let language = if CUDA_LANGUAGES.contains(&language) {
+        Language::Cuda
+    } else if language == "python" {
+        if !info.contains("kernel=") {
+            return Ok(None);
+        }
+        Language::Python
+    } else {
         return Ok(None);
-    }
+    };
     let mut name = None;
     for word in words {
         match word.split_once('=') {
@@ -183,7 +195,7 @@ pub fn parse_info(info: &str) -> Result<Option<String>, String> {
             }
         }
     }
-    Ok(name)
+    Ok(name.map(|name| (name, language)))
 }
 
 fn is_c_identifier(word: &str) -> bool {
@@ -353,10 +365,19 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
     #[test]
     fn info_strings() {
         assert_eq!(
-            parse_info("cuda kernel=copy_f4"),
+            parse_info("cuda kernel=copy_f4").map(|k| k.map(|(name, _)| name)),
             Ok(Some("copy_f4".into()))
         );
         assert_eq!(parse_info("cuda"), Ok(None));
+        assert_eq!(
+            parse_info("python kernel=triton_transpose"),
+            Ok(Some(("triton_transpose".into(), Language::Python)))
+        );
+        assert_eq!(
+            parse_info("python"),
+            Ok(None),
+            "a Python sketch is ordinary code"
+        );
         assert_eq!(parse_info("rust kernel=x"), Ok(None));
         assert!(parse_info("cuda kernel=").is_err());
         assert!(parse_info("cuda kernel=1abc").is_err());

@@ -8,6 +8,8 @@ use std::path::Path;
 
 /// The first line of every tangled file; files without it (shared headers) are left alone.
 pub const MARKER: &str = "// Tangled by `kernelbook tangle` from";
+/// The same for a Python kernel block (`NAME.py`).
+pub const PYTHON_MARKER: &str = "# Tangled by `kernelbook tangle` from";
 
 /// The files `kernels/` should hold: file name → contents.
 pub fn tangled_files(index: &BookIndex) -> BTreeMap<String, String> {
@@ -15,13 +17,18 @@ pub fn tangled_files(index: &BookIndex) -> BTreeMap<String, String> {
         .kernels
         .values()
         .map(|kernel| {
+            let marker = match kernel.language {
+                kernelbook_core::Language::Cuda => MARKER,
+                kernelbook_core::Language::Python => PYTHON_MARKER,
+            };
             let contents = format!(
-                "{MARKER} {}:{}. Edit the book, not this file.\n{}",
+                "{marker} {}:{}. Edit the book, not this file.\n{}",
                 kernel.origin.file.display(),
                 kernel.origin.line,
                 kernel.source
             );
-            (format!("{}.cu", kernel.name), contents)
+            let file = format!("{}.{}", kernel.name, kernel.language.extension());
+            (file, contents)
         })
         .collect()
 }
@@ -64,9 +71,9 @@ pub fn diff(dir: &Path, expected: &BTreeMap<String, String>) -> std::io::Result<
             else {
                 continue;
             };
-            if name.ends_with(".cu") && !expected.contains_key(&name) {
+            if (name.ends_with(".cu") || name.ends_with(".py")) && !expected.contains_key(&name) {
                 let text = std::fs::read_to_string(&path).unwrap_or_default();
-                if text.starts_with(MARKER) {
+                if text.starts_with(MARKER) || text.starts_with(PYTHON_MARKER) {
                     diff.orphaned.push(name);
                 }
             }

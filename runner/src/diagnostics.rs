@@ -80,6 +80,7 @@ mod tests {
                 file: "book/src/labs/lab2-transpose.md".into(),
                 line: 60,
             },
+            language: Default::default(),
         }
     }
 

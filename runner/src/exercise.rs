@@ -117,6 +117,7 @@ impl CheckPlan {
                     file: file.to_path_buf(),
                     line: 1,
                 },
+                language: Default::default(),
             },
         );
         Ok(CheckPlan {
@@ -885,6 +886,7 @@ solution = "solution"
                             file: "book/src/coalesce.md".into(),
                             line: 10,
                         },
+                        language: Default::default(),
                     },
                 )
             })

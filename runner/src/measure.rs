@@ -381,13 +381,23 @@ pub fn measure_lab(
                     )),
                 }
             }
-            (None, Some(_)) => {
-                // The PyTorch peer runs in its own process.
-                result.outcome = match transpose_shape(check, lab) {
-                    Some((rows, cols)) => torch_outcome(rows, cols, device, options, &mut result),
-                    None => Outcome::Failed {
+            (None, Some(builtin)) => {
+                // The PyTorch peer and Python blocks run in a python3 process of their own.
+                let script = variant
+                    .script
+                    .as_ref()
+                    .and_then(|name| kernels.get(name.get_ref().as_str()));
+                result.outcome = match (transpose_shape(check, lab), builtin, script) {
+                    (Some(_), Builtin::PythonTranspose, None) => Outcome::Failed {
+                        stage: FailureStage::Compile,
+                        message: "the Python block `script` names is not in the book".into(),
+                    },
+                    (Some((rows, cols)), _, script) => {
+                        python_outcome(rows, cols, script, device, options, &mut result)
+                    }
+                    (None, _, _) => Outcome::Failed {
                         stage: FailureStage::Launch,
-                        message: "torch_transpose needs a transpose check".into(),
+                        message: format!("{} needs a transpose check", builtin.name()),
                     },
                 };
                 progress.finished(&result);
@@ -526,22 +536,40 @@ fn transpose_shape(check: &CheckSpec, lab: &LabSpec) -> Option<(usize, usize)> {
     }
 }
 
-/// Runs the PyTorch peer (CUDA only) and turns its report into an outcome.
-fn torch_outcome(
+/// Runs the PyTorch peer, or a Python block of the book (CUDA only), and turns its report into
+/// an outcome.
+fn python_outcome(
     rows: usize,
     cols: usize,
+    block: Option<&KernelSource>,
     device: &dyn Device,
     options: &MeasureOptions,
     result: &mut VariantResult,
 ) -> Outcome {
     if device.info().backend != "cuda" {
         return Outcome::Unavailable {
-            reason: "the PyTorch peer runs on CUDA devices only".into(),
+            reason: "the Python peers (PyTorch, Triton) run on CUDA devices only here".into(),
         };
     }
     let flush_bytes = (device.info().l2_bytes * 2).max(64 << 20);
-    match crate::peers::torch_transpose(rows, cols, &options.rule, flush_bytes, options.warmup_runs)
-    {
+    let run = match block {
+        Some(block) => crate::peers::python_block_transpose(
+            block,
+            rows,
+            cols,
+            &options.rule,
+            flush_bytes,
+            options.warmup_runs,
+        ),
+        None => crate::peers::torch_transpose(
+            rows,
+            cols,
+            &options.rule,
+            flush_bytes,
+            options.warmup_runs,
+        ),
+    };
+    match run {
         crate::peers::PeerRun::Measured {
             samples_ms,
             implementation,
@@ -1134,6 +1162,7 @@ args = ["out", "in", "n"]
                     file: "lab.md".into(),
                     line: 1,
                 },
+                language: Default::default(),
             },
         )
     }
@@ -1300,6 +1329,7 @@ args = ["dst", "src", "n"]
                     file: "a.md".into(),
                     line: 1,
                 },
+                language: Default::default(),
             },
         )]);
         let options = MeasureOptions {

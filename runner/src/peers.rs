@@ -1,7 +1,9 @@
-//! Peers measured outside the [`Device`](crate::backend::Device) trait: PyTorch, run in a
-//! `python3` child, timed there with CUDA events under the same stopping rule and L2 flush as
-//! the course's kernels, and checked against a CPU transpose.
+//! Peers measured outside the [`Device`](crate::backend::Device) trait, in a `python3` child:
+//! PyTorch's own transpose, and a Python block of the book (a Triton kernel). Timed there with
+//! CUDA events under the same stopping rule and L2 flush as the course's kernels, and checked
+//! against a CPU transpose.
 
+use kernelbook_core::KernelSource;
 use kernelbook_core::results::Mismatch;
 use kernelbook_core::stats::StoppingRule;
 use serde::Deserialize;
@@ -38,9 +40,32 @@ if not torch.cuda.is_available():
 rows, cols = int(sys.argv[1]), int(sys.argv[2])
 rule = json.loads(sys.argv[3])
 flush_bytes, warmup = int(sys.argv[4]), int(sys.argv[5])
+block_path = sys.argv[6] if len(sys.argv) > 6 else ""
+version = "torch " + torch.__version__
+if block_path:
+    # A Python block of the book: it must define transpose(x) returning the transposed tensor.
+    namespace = {"__name__": "kernelbook_block"}
+    try:
+        exec(compile(open(block_path).read(), block_path, "exec"), namespace)
+    except ModuleNotFoundError as error:
+        print(json.dumps({"unavailable": "python3 has no " + str(error.name) + " (the block imports it)"}))
+        sys.exit(0)
+    if not callable(namespace.get("transpose")):
+        print(json.dumps({"error": "the block defines no function transpose(x)"}))
+        sys.exit(0)
+    op = namespace["transpose"]
+    if "triton" in sys.modules:
+        version = "triton " + sys.modules["triton"].__version__ + ", " + version
+else:
+    op = lambda x: x.t().contiguous()
 x = torch.rand(rows, cols, device="cuda") * 2 - 1
-y = x.t().contiguous()
-torch.cuda.synchronize()
+try:
+    y = op(x)
+    torch.cuda.synchronize()
+except Exception:
+    import traceback
+    print(json.dumps({"error": traceback.format_exc(limit=-3)}))
+    sys.exit(0)
 expected = x.cpu().t().contiguous()
 actual = y.cpu()
 ok = tuple(actual.shape) == tuple(expected.shape) and torch.equal(actual, expected)
@@ -51,10 +76,10 @@ if not ok and actual.shape == expected.shape:
     mismatch = {"index": i, "expected": repr(float(expected.flatten()[i])), "actual": repr(float(actual.flatten()[i])), "count": int(len(wrong))}
 flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
 if not ok:
-    print(json.dumps({"ok": False, "mismatch": mismatch, "version": "torch " + torch.__version__}))
+    print(json.dumps({"ok": False, "mismatch": mismatch, "version": version}))
     sys.exit(0)
 for _ in range(warmup):
-    y = x.t().contiguous()
+    y = op(x)
 torch.cuda.synchronize()
 start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
 samples, began = [], time.time()
@@ -70,11 +95,11 @@ def enough():
 while not enough():
     flush.fill_(len(samples) % 251)
     start.record()
-    y = x.t().contiguous()
+    y = op(x)
     end.record()
     end.synchronize()
     samples.append(start.elapsed_time(end))
-print(json.dumps({"ok": bool(ok), "mismatch": mismatch, "samples_ms": samples, "version": "torch " + torch.__version__}))
+print(json.dumps({"ok": bool(ok), "mismatch": mismatch, "samples_ms": samples, "version": version}))
 "#;
 
 #[derive(Deserialize)]
@@ -89,6 +114,9 @@ struct TorchReport {
     samples_ms: Vec<f64>,
     #[serde(default)]
     version: String,
+    /// The block raised: the last frames of its traceback.
+    #[serde(default)]
+    error: Option<String>,
 }
 
 /// Times PyTorch's `x.t().contiguous()` on a `rows × cols` fp32 matrix.
@@ -99,17 +127,92 @@ pub fn torch_transpose(
     flush_bytes: u64,
     warmup_runs: usize,
 ) -> PeerRun {
+    run_transpose_script(rows, cols, rule, flush_bytes, warmup_runs, None)
+}
+
+/// Times the `transpose(x)` a Python block of the book defines (a Triton kernel and its
+/// launcher), in the same harness as the PyTorch peer: the same input, check, flush and rule.
+/// A traceback from the block names the chapter's file and line.
+pub fn python_block_transpose(
+    block: &KernelSource,
+    rows: usize,
+    cols: usize,
+    rule: &StoppingRule,
+    flush_bytes: u64,
+    warmup_runs: usize,
+) -> PeerRun {
+    let file = match tempfile::Builder::new()
+        .prefix(&format!("{}-", block.name))
+        .suffix(".py")
+        .tempfile()
+    {
+        Ok(file) => file,
+        Err(err) => return PeerRun::Failed(format!("cannot write the block to a file: {err}")),
+    };
+    if let Err(err) = std::fs::write(file.path(), &block.source) {
+        return PeerRun::Failed(format!("cannot write the block to a file: {err}"));
+    }
+    match run_transpose_script(
+        rows,
+        cols,
+        rule,
+        flush_bytes,
+        warmup_runs,
+        Some(file.path()),
+    ) {
+        PeerRun::Failed(message) => PeerRun::Failed(map_traceback(
+            &message,
+            &file.path().to_string_lossy(),
+            block,
+        )),
+        other => other,
+    }
+}
+
+/// Rewrites `File "TMP", line N` in a traceback to the chapter's file and line.
+fn map_traceback(text: &str, temp_path: &str, block: &KernelSource) -> String {
+    let needle = format!("File \"{temp_path}\", line ");
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(&needle) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + needle.len()..];
+        let digits: String = after.chars().take_while(char::is_ascii_digit).collect();
+        match digits.parse::<usize>() {
+            Ok(line) => out.push_str(&format!(
+                "{}:{}",
+                block.origin.file.display(),
+                block.origin.line + line - 1
+            )),
+            Err(_) => out.push_str(&needle),
+        }
+        rest = &after[digits.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+fn run_transpose_script(
+    rows: usize,
+    cols: usize,
+    rule: &StoppingRule,
+    flush_bytes: u64,
+    warmup_runs: usize,
+    block: Option<&std::path::Path>,
+) -> PeerRun {
     let rule_json = serde_json::to_string(rule).unwrap_or_default();
-    let output = Command::new("python3")
-        .args(["-c", TORCH_TRANSPOSE])
-        .args([
-            rows.to_string(),
-            cols.to_string(),
-            rule_json,
-            flush_bytes.to_string(),
-            warmup_runs.to_string(),
-        ])
-        .output();
+    let mut command = Command::new("python3");
+    command.args(["-c", TORCH_TRANSPOSE]).args([
+        rows.to_string(),
+        cols.to_string(),
+        rule_json,
+        flush_bytes.to_string(),
+        warmup_runs.to_string(),
+    ]);
+    if let Some(path) = block {
+        command.arg(path);
+    }
+    let output = command.output();
     let output = match output {
         Ok(output) => output,
         Err(err) => return PeerRun::Unavailable(format!("no python3 ({err})")),
@@ -127,6 +230,13 @@ fn parse_torch_report(line: &str, stderr: &str) -> PeerRun {
             unavailable: Some(why),
             ..
         }) => PeerRun::Unavailable(why),
+        Ok(TorchReport {
+            error: Some(traceback),
+            ..
+        }) => PeerRun::Failed(format!(
+            "the block raised an exception:\n{}",
+            traceback.trim_end()
+        )),
         Ok(report) if !report.ok => PeerRun::Wrong {
             implementation: report.version,
             mismatch: report.mismatch,
@@ -201,5 +311,27 @@ mod tests {
             PeerRun::Failed(why) => panic!("the script itself failed: {why}"),
             other => eprintln!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_traceback_from_a_block_points_at_the_chapter() {
+        let block = KernelSource {
+            name: "triton_transpose".into(),
+            source: "import torch\n".into(),
+            origin: kernelbook_core::SourceLocation {
+                file: "exercises/stretch-triton.md".into(),
+                line: 28,
+            },
+            language: kernelbook_core::Language::Python,
+        };
+        let text = "Traceback (most recent call last):\n  File \"/tmp/t-1.py\", line 5, in transpose\nValueError: bad";
+        assert_eq!(
+            map_traceback(text, "/tmp/t-1.py", &block),
+            "Traceback (most recent call last):\n  exercises/stretch-triton.md:32, in transpose\nValueError: bad"
+        );
+        assert_eq!(
+            parse_torch_report(r#"{"error": "ValueError: bad\n"}"#, ""),
+            PeerRun::Failed("the block raised an exception:\nValueError: bad".into())
+        );
     }
 }

@@ -365,6 +365,8 @@ impl Runner {
         names
             .iter()
             .filter_map(|name| kernels.get(name))
+            // Python blocks are run, not compiled: nothing to check without a GPU.
+            .filter(|kernel| kernel.language == kernelbook_core::Language::Cuda)
             .filter_map(|kernel| {
                 let request = crate::backend::CompileRequest {
                     name: &kernel.name,

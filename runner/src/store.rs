@@ -336,6 +336,7 @@ args = ["dst", "src", "n"]
                     file: "a.md".into(),
                     line: 3,
                 },
+                language: Default::default(),
             },
         )])
     }

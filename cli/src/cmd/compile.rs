@@ -28,6 +28,13 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             args.kernel
         )
     })?;
+    if kernel.language != kernelbook_core::Language::Cuda {
+        anyhow::bail!(
+            "`{}` ({}) is a Python block: it runs in python3 with Triton when its lab runs, there is nothing to compile",
+            kernel.name,
+            kernel.origin
+        );
+    }
     let nvrtc = Nvrtc::load().map_err(|e| anyhow!("{e}"))?;
     let arch = match args.arch {
         Some(arch) => arch,
