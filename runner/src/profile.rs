@@ -868,6 +868,158 @@ fn parse_dim3(text: &str) -> Option<[u32; 3]> {
     parts.next().is_none().then_some(dims)
 }
 
+/// Profiles each kernel variant of `lab` that `results` shows measured, keeping the counters of
+/// each kernel's first launch — the checked run on freshly poisoned output; the child's one
+/// timed run after it goes unused. Variants whose kernels differ share one ncu run (one child
+/// process, one CUDA start-up); a kernel that several variants launch is profiled once per
+/// variant, each in a run of its own, so that its first launch is that variant's. Problems (no
+/// ncu, no permission) are reported in the run, not as errors: the lab's timings stand on
+/// their own.
+pub fn profile_lab(
+    exe: &Path,
+    backend: crate::backend::BackendChoice,
+    lab: &kernelbook_core::spec::LabSpec,
+    kernels: &BTreeMap<String, kernelbook_core::KernelSource>,
+    results: &kernelbook_core::results::LabResults,
+    progress: &mut dyn crate::measure::Progress,
+) -> kernelbook_core::results::ProfileRun {
+    use kernelbook_core::results::{Outcome, ProfileRun, ProfiledVariant};
+    let Some(ncu) = find_ncu() else {
+        return ProfileRun {
+            tool: "Nsight Compute (ncu)".into(),
+            kernels: Vec::new(),
+            problem: Some(ProfileError::NcuMissing(None).to_string()),
+        };
+    };
+    let tool = ncu_version(&ncu).unwrap_or_else(|| "Nsight Compute (ncu)".into());
+    let mut run = ProfileRun {
+        tool,
+        kernels: Vec::new(),
+        problem: None,
+    };
+    // (variant, function name) of every measured kernel variant, in the lab's order.
+    let targets: Vec<(String, String)> = lab
+        .variants
+        .iter()
+        .filter(|v| {
+            results
+                .variant(&v.name)
+                .is_some_and(|r| matches!(r.outcome, Outcome::Measured { .. }))
+        })
+        .filter_map(|v| Some((v.name.clone(), kernels.get(v.kernel_name()?)?.name.clone())))
+        .collect();
+    let shared = |function: &str| targets.iter().filter(|(_, f)| f == function).count() > 1;
+    let mut batches: Vec<Vec<(String, String)>> = Vec::new();
+    let (own_run, one_run): (Vec<_>, Vec<_>) =
+        targets.iter().cloned().partition(|(_, f)| shared(f));
+    if !one_run.is_empty() {
+        batches.push(one_run);
+    }
+    batches.extend(own_run.into_iter().map(|target| vec![target]));
+
+    let metrics = metric_names(true);
+    for batch in batches {
+        let functions: Vec<&str> = batch.iter().map(|(_, f)| f.as_str()).collect();
+        progress.stage(&format!(
+            "lab `{}`: profiling {} under ncu",
+            lab.name,
+            functions.join(", ")
+        ));
+        let request = crate::isolate::ChildRequest {
+            backend,
+            lab_file: lab.file.clone(),
+            params: lab.params.clone(),
+            kernels: kernels.clone(),
+            options: crate::measure::MeasureOptions {
+                only: Some(batch.iter().map(|(v, _)| v.clone()).collect()),
+                warmup_runs: 0,
+                seed: Some(results.provenance.input_seed),
+                rule: kernelbook_core::stats::StoppingRule {
+                    min_samples: 1,
+                    max_samples: 1,
+                    min_gpu_ms: 0.0,
+                    ..kernelbook_core::stats::StoppingRule::default()
+                },
+                stop_after_device_error: true,
+            },
+            learner: None,
+        };
+        let body = match serde_json::to_vec(&request) {
+            Ok(body) => body,
+            Err(err) => {
+                run.problem = Some(format!("cannot build the profiling request: {err}"));
+                break;
+            }
+        };
+        let filter = functions
+            .iter()
+            .map(|f| regex_escape(f))
+            .collect::<Vec<_>>()
+            .join("|");
+        let command = command(
+            &ncu,
+            &metrics,
+            &format!("^({filter})$"),
+            None,
+            exe,
+            &[OsString::from(crate::isolate::CHILD_ARG)],
+        );
+        let limit = lab.timeout() * batch.len().max(1) as u32 + Duration::from_secs(120);
+        match profile_with_input(command, &body, limit) {
+            Ok(launches) => {
+                for (variant, function) in &batch {
+                    match launches.iter().find(|l| &l.kernel == function) {
+                        Some(launch) => run.kernels.push(ProfiledVariant {
+                            variant: variant.clone(),
+                            counters: summarize(launch),
+                        }),
+                        None => {
+                            run.problem = Some(format!("ncu profiled no launch of `{function}`"));
+                        }
+                    }
+                }
+            }
+            Err(err) => {
+                let fatal = matches!(err, ProfileError::NcuMissing(_) | ProfileError::Permission);
+                run.problem = Some(err.to_string());
+                if fatal {
+                    break;
+                }
+            }
+        }
+    }
+    // The table follows the lab's order whatever order the runs went in.
+    run.kernels.sort_by_key(|k| {
+        lab.variants
+            .iter()
+            .position(|v| v.name == k.variant)
+            .unwrap_or(usize::MAX)
+    });
+    run
+}
+
+/// "Nsight Compute 2025.3.0" from `ncu --version`.
+fn ncu_version(ncu: &Path) -> Option<String> {
+    let output = Command::new(ncu).arg("--version").output().ok()?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let version = text
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("Version "))
+        .next_back()
+        .map(|v| v.split_whitespace().next().unwrap_or(v).to_string())?;
+    Some(format!("Nsight Compute {version}"))
+}
+
+/// A kernel name as a literal in ncu's regular expressions.
+fn regex_escape(name: &str) -> String {
+    name.chars()
+        .flat_map(|c| {
+            let special = "\\.+*?()|[]{}^$".contains(c);
+            special.then_some('\\').into_iter().chain([c])
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1448,156 +1600,4 @@ mod tests {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-}
-
-/// Profiles each kernel variant of `lab` that `results` shows measured, keeping the counters of
-/// each kernel's first launch — the checked run on freshly poisoned output; the child's one
-/// timed run after it goes unused. Variants whose kernels differ share one ncu run (one child
-/// process, one CUDA start-up); a kernel that several variants launch is profiled once per
-/// variant, each in a run of its own, so that its first launch is that variant's. Problems (no
-/// ncu, no permission) are reported in the run, not as errors: the lab's timings stand on
-/// their own.
-pub fn profile_lab(
-    exe: &Path,
-    backend: crate::backend::BackendChoice,
-    lab: &kernelbook_core::spec::LabSpec,
-    kernels: &BTreeMap<String, kernelbook_core::KernelSource>,
-    results: &kernelbook_core::results::LabResults,
-    progress: &mut dyn crate::measure::Progress,
-) -> kernelbook_core::results::ProfileRun {
-    use kernelbook_core::results::{Outcome, ProfileRun, ProfiledVariant};
-    let Some(ncu) = find_ncu() else {
-        return ProfileRun {
-            tool: "Nsight Compute (ncu)".into(),
-            kernels: Vec::new(),
-            problem: Some(ProfileError::NcuMissing(None).to_string()),
-        };
-    };
-    let tool = ncu_version(&ncu).unwrap_or_else(|| "Nsight Compute (ncu)".into());
-    let mut run = ProfileRun {
-        tool,
-        kernels: Vec::new(),
-        problem: None,
-    };
-    // (variant, function name) of every measured kernel variant, in the lab's order.
-    let targets: Vec<(String, String)> = lab
-        .variants
-        .iter()
-        .filter(|v| {
-            results
-                .variant(&v.name)
-                .is_some_and(|r| matches!(r.outcome, Outcome::Measured { .. }))
-        })
-        .filter_map(|v| Some((v.name.clone(), kernels.get(v.kernel_name()?)?.name.clone())))
-        .collect();
-    let shared = |function: &str| targets.iter().filter(|(_, f)| f == function).count() > 1;
-    let mut batches: Vec<Vec<(String, String)>> = Vec::new();
-    let (own_run, one_run): (Vec<_>, Vec<_>) =
-        targets.iter().cloned().partition(|(_, f)| shared(f));
-    if !one_run.is_empty() {
-        batches.push(one_run);
-    }
-    batches.extend(own_run.into_iter().map(|target| vec![target]));
-
-    let metrics = metric_names(true);
-    for batch in batches {
-        let functions: Vec<&str> = batch.iter().map(|(_, f)| f.as_str()).collect();
-        progress.stage(&format!(
-            "lab `{}`: profiling {} under ncu",
-            lab.name,
-            functions.join(", ")
-        ));
-        let request = crate::isolate::ChildRequest {
-            backend,
-            lab_file: lab.file.clone(),
-            params: lab.params.clone(),
-            kernels: kernels.clone(),
-            options: crate::measure::MeasureOptions {
-                only: Some(batch.iter().map(|(v, _)| v.clone()).collect()),
-                warmup_runs: 0,
-                seed: Some(results.provenance.input_seed),
-                rule: kernelbook_core::stats::StoppingRule {
-                    min_samples: 1,
-                    max_samples: 1,
-                    min_gpu_ms: 0.0,
-                    ..kernelbook_core::stats::StoppingRule::default()
-                },
-                stop_after_device_error: true,
-            },
-            learner: None,
-        };
-        let body = match serde_json::to_vec(&request) {
-            Ok(body) => body,
-            Err(err) => {
-                run.problem = Some(format!("cannot build the profiling request: {err}"));
-                break;
-            }
-        };
-        let filter = functions
-            .iter()
-            .map(|f| regex_escape(f))
-            .collect::<Vec<_>>()
-            .join("|");
-        let command = command(
-            &ncu,
-            &metrics,
-            &format!("^({filter})$"),
-            None,
-            exe,
-            &[OsString::from(crate::isolate::CHILD_ARG)],
-        );
-        let limit = lab.timeout() * batch.len().max(1) as u32 + Duration::from_secs(120);
-        match profile_with_input(command, &body, limit) {
-            Ok(launches) => {
-                for (variant, function) in &batch {
-                    match launches.iter().find(|l| &l.kernel == function) {
-                        Some(launch) => run.kernels.push(ProfiledVariant {
-                            variant: variant.clone(),
-                            counters: summarize(launch),
-                        }),
-                        None => {
-                            run.problem = Some(format!("ncu profiled no launch of `{function}`"));
-                        }
-                    }
-                }
-            }
-            Err(err) => {
-                let fatal = matches!(err, ProfileError::NcuMissing(_) | ProfileError::Permission);
-                run.problem = Some(err.to_string());
-                if fatal {
-                    break;
-                }
-            }
-        }
-    }
-    // The table follows the lab's order whatever order the runs went in.
-    run.kernels.sort_by_key(|k| {
-        lab.variants
-            .iter()
-            .position(|v| v.name == k.variant)
-            .unwrap_or(usize::MAX)
-    });
-    run
-}
-
-/// "Nsight Compute 2025.3.0" from `ncu --version`.
-fn ncu_version(ncu: &Path) -> Option<String> {
-    let output = Command::new(ncu).arg("--version").output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
-    let version = text
-        .lines()
-        .filter_map(|line| line.trim().strip_prefix("Version "))
-        .next_back()
-        .map(|v| v.split_whitespace().next().unwrap_or(v).to_string())?;
-    Some(format!("Nsight Compute {version}"))
-}
-
-/// A kernel name as a literal in ncu's regular expressions.
-fn regex_escape(name: &str) -> String {
-    name.chars()
-        .flat_map(|c| {
-            let special = "\\.+*?()|[]{}^$".contains(c);
-            special.then_some('\\').into_iter().chain([c])
-        })
-        .collect()
 }
