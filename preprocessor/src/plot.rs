@@ -139,13 +139,24 @@ pub fn plot_view(lab: &LabSpec, results: &LabResults) -> Option<PlotView> {
     let (step, y_max) = nice_axis(y_top);
     let sy = |gbs: f64| HEIGHT - BOTTOM - gbs / y_max * (HEIGHT - TOP - BOTTOM);
 
-    let x_ticks = measured
-        .iter()
-        .map(|(x, _, _)| Tick {
-            pos: round(sx(*x)),
-            label: format_number(*x),
-        })
-        .collect();
+    // Sizes in bytes read better as KiB/MiB/GiB; ticks closer than a label's width are skipped.
+    let in_bytes = spec.x_label.contains("bytes");
+    let mut x_ticks: Vec<Tick> = Vec::new();
+    let mut xs: Vec<f64> = measured.iter().map(|(x, _, _)| *x).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    for x in xs {
+        let pos = round(sx(x));
+        if x_ticks.last().is_some_and(|t| pos - t.pos < MIN_TICK_GAP) {
+            continue;
+        }
+        let label = if in_bytes {
+            format_bytes(x)
+        } else {
+            format_number(x)
+        };
+        x_ticks.push(Tick { pos, label });
+    }
     let y_ticks = (0..)
         .map(|i| f64::from(i) * step)
         .take_while(|v| *v <= y_max + step / 2.0)
@@ -211,9 +222,27 @@ fn round(v: f64) -> f64 {
     (v * 10.0).round() / 10.0
 }
 
+/// The least distance between two x-axis labels, in SVG units.
+const MIN_TICK_GAP: f64 = 44.0;
+
+/// A size in bytes with a binary prefix: "8 KiB", "64 MiB", "4 GiB".
+fn format_bytes(bytes: f64) -> String {
+    let units = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (unit, size) in units {
+        let size = size as f64;
+        if bytes >= size {
+            return format!(
+                "{} {unit}",
+                format_number((bytes / size * 10.0).round() / 10.0)
+            );
+        }
+    }
+    format!("{} B", format_number(bytes))
+}
+
 /// A y value: whole numbers from 10 up, one or two decimals below.
 fn format_value(v: f64) -> String {
-    if v.abs() >= 10.0 {
+    if v == 0.0 || v.abs() >= 10.0 {
         format!("{v:.0}")
     } else if v.abs() >= 1.0 {
         format!("{v:.1}")
@@ -233,6 +262,14 @@ fn format_number(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_sizes_get_binary_prefixes() {
+        assert_eq!(format_bytes(8192.0), "8 KiB");
+        assert_eq!(format_bytes(50331648.0), "48 MiB");
+        assert_eq!(format_bytes(4294967296.0), "4 GiB");
+        assert_eq!(format_bytes(512.0), "512 B");
+    }
 
     #[test]
     fn axes_get_round_steps() {
