@@ -33,22 +33,28 @@ pub fn initial_contents(
 /// run to GiBs, and one thread makes about half a GiB a second.
 fn fill_random(out: &mut [u8], elem: ElemType, seed: u64) {
     const CHUNK_ELEMENTS: usize = 1 << 20;
-    let chunks: Vec<(usize, &mut [u8])> = out
-        .chunks_mut(CHUNK_ELEMENTS * elem.size())
-        .enumerate()
-        .collect();
+    for_each_chunk(out, CHUNK_ELEMENTS * elem.size(), |index, chunk| {
+        let chunk_seed = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        fill_chunk(chunk, elem, &mut fastrand::Rng::with_seed(chunk_seed));
+    });
+}
+
+/// Calls `work(index, chunk)` for each `chunk_len`-long chunk of `out`, the chunks shared out
+/// over every core. Inputs and references run to GiBs; one core would take seconds.
+fn for_each_chunk<T: Send>(out: &mut [T], chunk_len: usize, work: impl Fn(usize, &mut [T]) + Sync) {
+    let chunks: Vec<(usize, &mut [T])> = out.chunks_mut(chunk_len.max(1)).enumerate().collect();
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
         .clamp(1, chunks.len().max(1));
     let per_thread = chunks.len().div_ceil(threads).max(1);
     let mut chunks = chunks.into_iter();
+    let work = &work;
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            let group: Vec<(usize, &mut [u8])> = chunks.by_ref().take(per_thread).collect();
+            let group: Vec<(usize, &mut [T])> = chunks.by_ref().take(per_thread).collect();
             scope.spawn(move || {
                 for (index, chunk) in group {
-                    let chunk_seed = seed ^ (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                    fill_chunk(chunk, elem, &mut fastrand::Rng::with_seed(chunk_seed));
+                    work(index, chunk);
                 }
             });
         }
@@ -256,18 +262,23 @@ pub fn tile_symmetrize(input: &[f32], n: usize, tile: usize) -> Vec<f32> {
         return out;
     }
     let blocks = n / tile;
-    for br in 0..blocks {
+    // Each task writes one strip of `tile` whole rows.
+    for_each_chunk(&mut out, tile * n, |br, strip| {
+        if br >= blocks {
+            return;
+        }
+        let r0 = br * tile;
         for bc in 0..blocks {
-            let (r0, c0) = (br * tile, bc * tile);
+            let c0 = bc * tile;
             for r in 0..tile {
                 for c in 0..tile {
                     let own = input[(r0 + r) * n + c0 + c];
                     let mirrored = input[(r0 + c) * n + c0 + r];
-                    out[(r0 + r) * n + c0 + c] = own + mirrored;
+                    strip[r * n + c0 + c] = own + mirrored;
                 }
             }
         }
-    }
+    });
     out
 }
 
@@ -355,20 +366,23 @@ pub fn strided_gather(input: &[u8], count: usize, stride: usize, size: usize) ->
 pub fn transpose(input: &[u8], rows: usize, cols: usize, size: usize) -> Vec<u8> {
     const BLOCK: usize = 64;
     let mut out = vec![0u8; rows * cols * size];
-    if input.len() < rows * cols * size {
+    if input.len() < rows * cols * size || rows == 0 {
         return out;
     }
-    for r0 in (0..rows).step_by(BLOCK) {
-        for c0 in (0..cols).step_by(BLOCK) {
+    // Each task writes BLOCK whole output rows (input columns c0..c0 + BLOCK).
+    for_each_chunk(&mut out, BLOCK * rows * size, |band, chunk| {
+        let c0 = band * BLOCK;
+        let c_end = (c0 + BLOCK).min(cols);
+        for r0 in (0..rows).step_by(BLOCK) {
             for r in r0..(r0 + BLOCK).min(rows) {
-                for c in c0..(c0 + BLOCK).min(cols) {
+                for c in c0..c_end {
                     let from = (r * cols + c) * size;
-                    let to = (c * rows + r) * size;
-                    out[to..to + size].copy_from_slice(&input[from..from + size]);
+                    let to = ((c - c0) * rows + r) * size;
+                    chunk[to..to + size].copy_from_slice(&input[from..from + size]);
                 }
             }
         }
-    }
+    });
     out
 }
 
