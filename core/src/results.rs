@@ -338,15 +338,25 @@ impl LabResults {
 }
 
 impl VariantResult {
-    /// Effective GB/s at the median, for a verified and timed variant.
-    pub fn effective_gbs(&self) -> Option<f64> {
+    /// The median time of a verified and timed variant.
+    pub fn median_ms(&self) -> Option<f64> {
         match &self.outcome {
-            Outcome::Measured { summary, .. } => Some(bandwidth::effective_gbs(
-                self.bytes_moved,
-                summary.median_ms,
-            )),
+            Outcome::Measured { summary, .. } => Some(summary.median_ms),
             _ => None,
         }
+    }
+
+    /// Effective GB/s at the median, for a verified and timed variant.
+    pub fn effective_gbs(&self) -> Option<f64> {
+        self.median_ms()
+            .map(|ms| bandwidth::effective_gbs(self.bytes_moved, ms))
+    }
+
+    /// Units of its declared work per second at the median (FLOP/s, loads/s).
+    pub fn work_per_second(&self) -> Option<f64> {
+        let work = self.work.as_ref()?;
+        let ms = self.median_ms().filter(|ms| *ms > 0.0)?;
+        Some(work.count as f64 / (ms / 1000.0))
     }
 }
 

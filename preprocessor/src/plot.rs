@@ -3,7 +3,7 @@
 //! run. Coordinates are computed here; `templates/plot.hbs` only places them.
 
 use kernelbook_core::bandwidth::strided_copy_efficiency;
-use kernelbook_core::results::{LabResults, Outcome, VariantResult};
+use kernelbook_core::results::{LabResults, VariantResult};
 use kernelbook_core::spec::{LabSpec, Model};
 use serde::Serialize;
 
@@ -65,25 +65,11 @@ fn y_metric(results: &LabResults) -> (String, YOf) {
             Box::new(|v: &VariantResult| v.counter.as_ref()?.median()),
         );
     }
-    if let Some(work) = results.variants.iter().find_map(|v| v.work.clone()) {
-        let rate = |v: &VariantResult| -> Option<f64> {
-            let work = v.work.as_ref()?;
-            match &v.outcome {
-                Outcome::Measured { summary, .. } if summary.median_ms > 0.0 => {
-                    Some(work.count as f64 / (summary.median_ms / 1000.0))
-                }
-                _ => None,
-            }
-        };
-        let top = results.variants.iter().filter_map(rate).fold(0.0, f64::max);
-        let (divisor, prefix) = [(1e12, "T"), (1e9, "G"), (1e6, "M")]
-            .into_iter()
-            .find(|(d, _)| top >= *d)
-            .unwrap_or((1.0, ""));
-        let label = format!("{prefix}{}/s", work.unit);
+    // The same scale and unit as the table's rate column.
+    if let Some((divisor, label)) = crate::render::rate_scale(results) {
         return (
             label,
-            Box::new(move |v: &VariantResult| rate(v).map(|r| r / divisor)),
+            Box::new(move |v: &VariantResult| v.work_per_second().map(|r| r / divisor)),
         );
     }
     ("GB/s".into(), Box::new(VariantResult::effective_gbs))

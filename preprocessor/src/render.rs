@@ -515,20 +515,9 @@ struct Columns {
     sm_clock_ghz: Option<f64>,
 }
 
-/// Work per second of a measured variant.
-fn work_rate(v: &VariantResult) -> Option<f64> {
-    let work = v.work.as_ref()?;
-    match &v.outcome {
-        Outcome::Measured { summary, .. } if summary.median_ms > 0.0 => {
-            Some(work.count as f64 / (summary.median_ms / 1000.0))
-        }
-        _ => None,
-    }
-}
-
 /// The divisor and header of the rate column: the largest rate sets the prefix ("TFLOP/s",
 /// "billion shared loads/s").
-fn rate_scale(results: &LabResults) -> Option<(f64, String)> {
+pub fn rate_scale(results: &LabResults) -> Option<(f64, String)> {
     let unit = results
         .variants
         .iter()
@@ -538,7 +527,7 @@ fn rate_scale(results: &LabResults) -> Option<(f64, String)> {
     let top = results
         .variants
         .iter()
-        .filter_map(work_rate)
+        .filter_map(VariantResult::work_per_second)
         .fold(0.0, f64::max);
     let (divisor, si, words) = [
         (1e15, "P", "quadrillion"),
@@ -561,21 +550,14 @@ fn rate_scale(results: &LabResults) -> Option<(f64, String)> {
     Some((divisor, header))
 }
 
-fn median_ms(v: &VariantResult) -> Option<f64> {
-    match &v.outcome {
-        Outcome::Measured { summary, .. } => Some(summary.median_ms),
-        _ => None,
-    }
-}
-
 /// "tile[32][32] column reads took 20.1× as long as tile[32][33] column reads."
 fn ratio_sentences(lab: &LabSpec, results: &LabResults) -> Vec<String> {
     let label = |name: &str| lab.variant(name).map_or(name, |v| v.label()).to_string();
     lab.ratios
         .iter()
         .filter_map(|[slow, fast]| {
-            let t_slow = median_ms(results.variant(slow)?)?;
-            let t_fast = median_ms(results.variant(fast)?)?;
+            let t_slow = results.variant(slow)?.median_ms()?;
+            let t_fast = results.variant(fast)?.median_ms()?;
             (t_fast > 0.0).then(|| {
                 format!(
                     "{} took {:.2}× as long as {} ({} against {}).",
@@ -594,7 +576,7 @@ fn ratio_sentences(lab: &LabSpec, results: &LabResults) -> Vec<String> {
 fn ridge_sentence(lab: &LabSpec, results: &LabResults) -> Option<String> {
     let spec = lab.ridge.as_ref()?;
     let compute = results.variant(&spec.compute)?;
-    let flops = work_rate(compute)?;
+    let flops = compute.work_per_second()?;
     let unit = compute.work.as_ref()?.unit.clone();
     let gbs = results.variant(&spec.memory)?.effective_gbs()?;
     (gbs > 0.0).then(|| {
@@ -668,7 +650,7 @@ fn row_view(
             row.median = format_ms(summary.median_ms);
             row.spread = format!("{:.1} %", summary.rel_spread * 100.0);
             row.noisy = *noisy;
-            if let (Some(rate), Some(divisor)) = (work_rate(v), columns.rate) {
+            if let (Some(rate), Some(divisor)) = (v.work_per_second(), columns.rate) {
                 row.rate = format_sig(rate / divisor);
             }
             if let Some(median) = v.counter.as_ref().and_then(|c| c.median()) {

@@ -415,7 +415,7 @@ pub fn measure_lab(
                 continue;
             }
         };
-        let main = prepared.op(&args);
+        let main = prepared.op();
         let later_ops: Vec<Op<'_>> = later.iter().map(PreparedLaunch::op).collect();
         let sequence: Vec<Op<'_>> = std::iter::once(main).chain(later_ops).collect();
         let op = if sequence.len() == 1 {
@@ -779,7 +779,7 @@ enum Prepared {
 }
 
 impl Prepared {
-    fn op<'a>(&'a self, _builtin_args: &'a [KernelArg]) -> Op<'a> {
+    fn op(&self) -> Op<'_> {
         match *self {
             Prepared::Kernel(ref launch) => launch.op(),
             Prepared::Copy { dst, src, bytes } => Op::Copy { dst, src, bytes },

@@ -165,7 +165,7 @@ fn report(lab: &LabSpec, results: &LabResults, file: &Path) -> String {
         .exercise
         .as_ref()
         .and_then(|exercise| results.variant(&exercise.starter))
-        .and_then(median_ms);
+        .and_then(VariantResult::median_ms);
     let mut table = Table::new();
     table.load_style(UTF8_FULL_CONDENSED).set_header(vec![
         "",
@@ -199,7 +199,7 @@ fn report(lab: &LabSpec, results: &LabResults, file: &Path) -> String {
             .filter(|_| variant.bytes_moved > 0)
             .map(|gbs| format!("{gbs:.0}"))
             .unwrap_or_default();
-        let relative = match (starter_ms, median_ms(variant)) {
+        let relative = match (starter_ms, variant.median_ms()) {
             (Some(starter), Some(this)) => format!("{:.2}×", starter / this),
             _ => String::new(),
         };
@@ -227,13 +227,6 @@ fn report(lab: &LabSpec, results: &LabResults, file: &Path) -> String {
         p.compiler_version,
         format_params(&results.params)
     )
-}
-
-fn median_ms(variant: &VariantResult) -> Option<f64> {
-    match &variant.outcome {
-        Outcome::Measured { summary, .. } => Some(summary.median_ms),
-        _ => None,
-    }
 }
 
 /// The "median" column: the time, or what went wrong instead.
