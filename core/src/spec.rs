@@ -5,6 +5,7 @@
 
 use crate::expr::{Expr, ExprError, Params};
 use crate::line_of_offset;
+use crate::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -36,6 +37,10 @@ pub struct LabSpec {
     /// hung; 120 unless the lab says otherwise.
     #[serde(default)]
     pub timeout_s: Option<u64>,
+    /// Overrides of the stopping rule for this lab (`[timing]`), for rows whose spread comes
+    /// from the host rather than the GPU.
+    #[serde(default)]
+    pub timing: Option<TimingSpec>,
     pub buffers: Vec<BufferSpec>,
     pub check: CheckSpec,
     pub variants: Vec<VariantSpec>,
@@ -78,6 +83,21 @@ pub struct LabSpec {
 
 fn default_true() -> bool {
     true
+}
+
+/// A lab's own stopping limits (`[timing]`), replacing the runner's defaults. Pageable host
+/// copies, for example, vary by tens of percent from sample to sample with the host's memory
+/// system: knowing their mean to 0.5 % would take thousands of samples, and the lesson needs
+/// only a few percent.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TimingSpec {
+    /// Stop once the mean is known to this relative standard error (0.02 = 2 %).
+    #[serde(default)]
+    pub target_rel_error: Option<f64>,
+    /// Wall-clock limit per variant, in seconds.
+    #[serde(default)]
+    pub max_wall_s: Option<f64>,
 }
 
 /// Work a variant does besides moving bytes (floating-point operations, dependent loads...):
@@ -593,6 +613,11 @@ impl Builtin {
         }
     }
 
+    /// Runs in a Python process rather than through the GPU backend.
+    pub fn runs_in_python(self) -> bool {
+        matches!(self, Builtin::TorchTranspose | Builtin::PythonTranspose)
+    }
+
     /// A copy that checks like `memcpy`: `dst` must equal `src`.
     pub fn is_copy(self) -> bool {
         !matches!(
@@ -762,6 +787,23 @@ impl LabSpec {
         std::time::Duration::from_secs(self.timeout_s.unwrap_or(120))
     }
 
+    /// Whether a variant runs in Python (the PyTorch or Triton peers).
+    pub fn runs_python(&self) -> bool {
+        self.variants
+            .iter()
+            .any(|v| v.builtin.is_some_and(Builtin::runs_in_python))
+    }
+
+    /// The stopping rule for this lab: `base` with the lab's `[timing]` overrides.
+    pub fn stopping_rule(&self, base: &StoppingRule) -> StoppingRule {
+        let timing = self.timing.unwrap_or_default();
+        StoppingRule {
+            target_rel_error: timing.target_rel_error.unwrap_or(base.target_rel_error),
+            max_wall_s: timing.max_wall_s.unwrap_or(base.max_wall_s),
+            ..*base
+        }
+    }
+
     pub fn variant(&self, name: &str) -> Option<&VariantSpec> {
         self.variants.iter().find(|v| v.name == name)
     }
@@ -888,6 +930,15 @@ impl LabSpec {
             self.check_expr(&buffer.len, "buffer length")?;
         }
         self.check_expr(&self.bytes, "bytes")?;
+        if let Some(timing) = &self.timing {
+            let positive = |value: Option<f64>| value.is_none_or(|v| v.is_finite() && v > 0.0);
+            if !positive(timing.target_rel_error) || !positive(timing.max_wall_s) {
+                return Err(self.error_at(
+                    "[timing]",
+                    "[timing] takes positive numbers: target_rel_error (0.02 = 2 %) and max_wall_s (seconds)",
+                ));
+            }
+        }
         self.validate_check(&self.check, "[check]")?;
         if self.variants.is_empty() {
             return Err(self.error_at("name", "a lab needs at least one [[variants]] entry"));
@@ -1273,6 +1324,25 @@ args = ["dst", "src", "n"]
             }
         );
         assert_eq!(lab.bytes_moved(&lab.variants[1], &lab.params), Ok(8192));
+    }
+
+    #[test]
+    fn a_timing_table_overrides_only_what_it_names() {
+        let base = StoppingRule::default();
+        assert_eq!(parse(COPY).expect("valid").stopping_rule(&base), base);
+        let text = COPY.replace("[params]", "[timing]\ntarget_rel_error = 0.02\n\n[params]");
+        let rule = parse(&text).expect("valid").stopping_rule(&base);
+        assert_eq!(rule.target_rel_error, 0.02);
+        assert_eq!(rule.max_wall_s, base.max_wall_s);
+        assert_eq!(rule.min_samples, base.min_samples);
+
+        let err = parse(&COPY.replace("[params]", "[timing]\nmax_wall_s = 0\n\n[params]"))
+            .expect_err("zero limit");
+        assert_eq!(err.line, 7, "{}", err.message);
+        assert!(err.message.contains("max_wall_s"), "{}", err.message);
+        let err = parse(&COPY.replace("[params]", "[timing]\nmax_samples = 5\n\n[params]"))
+            .expect_err("unknown key");
+        assert!(err.message.contains("max_samples"), "{}", err.message);
     }
 
     #[test]

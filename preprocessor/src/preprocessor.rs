@@ -4,9 +4,10 @@
 use crate::render::{Templates, lab_view, planned_view};
 use crate::scan::{BookIndex, ScanError};
 use anyhow::{Context, bail};
+use kernelbook_core::KernelSource;
 use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
-use kernelbook_runner::Runner;
 use kernelbook_runner::measure::Progress;
+use kernelbook_runner::{LabOutcome, Runner};
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 use std::collections::BTreeMap;
@@ -209,30 +210,60 @@ impl Preprocessor for KernelbookPreprocessor {
                 .config
                 .get::<bool>(&format!("preprocessor.{NAME}.strict"))?
                 .unwrap_or(false);
-        let mut failures = Vec::new();
         // Each lab the book shows is measured (or looked up) once, however often it is shown.
+        let mut shown: Vec<&str> = Vec::new();
+        for scan in index.chapters.values() {
+            for directive in &scan.directives {
+                if !shown.contains(&directive.lab.as_str()) {
+                    shown.push(&directive.lab);
+                }
+            }
+        }
+        let measurable: Vec<(&LabSpec, BTreeMap<String, KernelSource>)> = shown
+            .iter()
+            .filter_map(|name| labs.ready.get(*name))
+            .map(|lab| {
+                let kernels = index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
+                (lab, kernels)
+            })
+            .collect();
+        let pairs: Vec<(&LabSpec, &BTreeMap<String, KernelSource>)> =
+            measurable.iter().map(|(lab, k)| (*lab, k)).collect();
+        self.runner.prepare(&pairs);
+        // Labs with a Python peer go last, so the Python process has imported torch by then.
+        let mut order: Vec<usize> = (0..pairs.len()).collect();
+        order.sort_by_key(|&i| pairs[i].0.runs_python());
+        let mut outcomes: BTreeMap<&str, LabOutcome> = BTreeMap::new();
+        for i in order {
+            let (lab, kernels) = pairs[i];
+            let outcome = {
+                let mut progress = self
+                    .progress
+                    .lock()
+                    .map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
+                self.runner.results_for(lab, kernels, progress.as_mut())
+            };
+            outcomes.insert(&lab.name, outcome);
+        }
+
+        let mut failures = Vec::new();
         let mut rendered: BTreeMap<String, String> = BTreeMap::new();
         for scan in index.chapters.values() {
             for directive in &scan.directives {
                 if rendered.contains_key(&directive.lab) {
                     continue;
                 }
-                let Some(lab) = labs.ready.get(&directive.lab) else {
+                let (Some(lab), Some(outcome)) = (
+                    labs.ready.get(&directive.lab),
+                    outcomes.get(directive.lab.as_str()),
+                ) else {
                     if let Some(planned) = labs.planned.get(&directive.lab) {
                         let html = self.templates.render_lab(&planned_view(planned))?;
                         rendered.insert(directive.lab.clone(), html);
                     }
                     continue;
                 };
-                let kernels = index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
-                let outcome = {
-                    let mut progress = self
-                        .progress
-                        .lock()
-                        .map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
-                    self.runner.results_for(lab, &kernels, progress.as_mut())
-                };
-                let view = lab_view(lab, &outcome);
+                let view = lab_view(lab, outcome);
                 failures.extend(
                     view.failures()
                         .into_iter()

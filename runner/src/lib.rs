@@ -38,6 +38,7 @@ pub mod peers;
 pub mod profile;
 pub mod reference;
 pub mod runner;
+mod stderr_tail;
 pub mod store;
 
 pub use runner::{KernelProblem, LabOutcome, Mode, RunError, Runner, RunnerConfig};

@@ -6,12 +6,13 @@ use crate::backend::{
     BufferId, CompileError, CompileRequest, CompiledKernel, Compiler, Device, DeviceError,
     KernelArg, KernelId, LoadedKernel, Op, ptxas,
 };
+use crate::peers::{PeerRun, PythonPeers};
 use crate::reference::{self, POISON_BYTE};
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::{Expr, ExprError};
 use kernelbook_core::results::{
-    CounterResult, FORMAT_VERSION, FailureStage, KernelResources, LabResults, LaunchShape, Outcome,
-    Provenance, VariantResult, Work,
+    CounterResult, DeviceInfo, FORMAT_VERSION, FailureStage, KernelResources, LabResults,
+    LaunchShape, Outcome, Provenance, VariantResult, Work,
 };
 use kernelbook_core::spec::{
     ArgSpec, Builtin, CheckSpec, Fill, LabSpec, LaunchSpec, ScalarType, VariantSpec, compile_flags,
@@ -19,6 +20,7 @@ use kernelbook_core::spec::{
 use kernelbook_core::stats::{StoppingRule, Summary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::sync::mpsc;
 use std::time::Instant;
 
 /// Knobs of one measurement.
@@ -36,6 +38,10 @@ pub struct MeasureOptions {
     /// is unusable, so the rest must run in a fresh process.
     #[serde(default)]
     pub stop_after_device_error: bool,
+    /// Leave out the variants that run in Python (the PyTorch and Triton peers): the parent
+    /// process measures those in its one long-lived Python process.
+    #[serde(default)]
+    pub defer_python: bool,
 }
 
 impl Default for MeasureOptions {
@@ -46,6 +52,7 @@ impl Default for MeasureOptions {
             seed: None,
             only: None,
             stop_after_device_error: false,
+            defer_python: false,
         }
     }
 }
@@ -97,6 +104,29 @@ pub fn measure_lab(
     options: &MeasureOptions,
     progress: &mut dyn Progress,
 ) -> Result<LabResults, MeasureError> {
+    let options = &MeasureOptions {
+        rule: lab.stopping_rule(&options.rule),
+        ..options.clone()
+    };
+    let arch = device.info().arch.clone();
+    std::thread::scope(|scope| {
+        // Compiling runs beside the inputs, the references and the first variants: each
+        // variant waits only for its own kernels (one large kernel can take a second).
+        let compiling = start_compiling(scope, lab, kernels, &arch, compiler, options);
+        measure_variants(lab, kernels, device, compiler, options, progress, compiling)
+    })
+}
+
+/// [`measure_lab`] once its kernels are compiling.
+fn measure_variants(
+    lab: &LabSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+    device: &mut dyn Device,
+    compiler: &dyn Compiler,
+    options: &MeasureOptions,
+    progress: &mut dyn Progress,
+    compiling: mpsc::Receiver<Precompiled>,
+) -> Result<LabResults, MeasureError> {
     let started = Instant::now();
     let lab_err = |message: String| MeasureError::Lab {
         lab: lab.name.clone(),
@@ -104,11 +134,26 @@ pub fn measure_lab(
     };
     let expr_err = |err: ExprError| lab_err(err.to_string());
 
+    let selected = |v: &&VariantSpec| {
+        options
+            .only
+            .as_ref()
+            .is_none_or(|only| only.contains(&v.name))
+    };
+    if lab
+        .variants
+        .iter()
+        .filter(selected)
+        .any(|v| v.builtin == Some(Builtin::LibraryTranspose))
+    {
+        device.start_loading_transpose_library();
+    }
+
     // Buffers: sizes from the lab, inputs drawn fresh, poisoned outputs filled on the device.
     let seed = options.seed.unwrap_or_else(|| fastrand::u64(..));
     let mut rng = fastrand::Rng::with_seed(seed);
     progress.stage(&format!(
-        "lab `{}`: preparing buffers and the CPU reference",
+        "lab `{}`: preparing buffers and the CPU reference, compiling its kernels",
         lab.name
     ));
     let mut lengths = Vec::with_capacity(lab.buffers.len());
@@ -184,19 +229,27 @@ pub fn measure_lab(
         .collect();
     // Each kernel is compiled and loaded once per lab and set of definitions, however many
     // variants launch it.
-    let mut compiled = CompileMemo::default();
-    progress.stage(&format!("lab `{}`: compiling its kernels", lab.name));
-    compiled.images = precompile(lab, kernels, &device.info().arch, compiler, options);
+    let mut compiled = CompileMemo {
+        pending: Some(compiling),
+        ..CompileMemo::default()
+    };
 
     let mut provenance = provenance(device, compiler, options, seed, lab);
     progress.begin(&provenance);
     let mut variants = Vec::with_capacity(lab.variants.len());
+    // Started on the first variant that runs in Python, if any.
+    let mut python: Option<PythonPeers> = None;
+    // Where each variant's output is read back to.
+    let mut read_back = Vec::new();
     for (index, variant) in lab.variants.iter().enumerate() {
         if options
             .only
             .as_ref()
             .is_some_and(|only| !only.contains(&variant.name))
         {
+            continue;
+        }
+        if options.defer_python && variant.builtin.is_some_and(Builtin::runs_in_python) {
             continue;
         }
         progress.variant(index, lab.variants.len(), &variant.name);
@@ -244,31 +297,8 @@ pub fn measure_lab(
             }),
             None => None,
         };
-        let mut result = VariantResult {
-            name: variant.name.clone(),
-            kernel: variant.kernel_name().map(str::to_string),
-            source_hash: variant
-                .kernel_name()
-                .and_then(|k| kernels.get(k))
-                .map(KernelSource::source_hash),
-            compile_flags: Vec::new(),
-            bytes_moved,
-            launch: None,
-            resources: None,
-            outcome: Outcome::Failed {
-                stage: FailureStage::Launch,
-                message: String::new(),
-            },
-            implementation: None,
-            work,
-            counter: None,
-            other_kernels: variant
-                .kernel_names()
-                .into_iter()
-                .filter(|k| Some(*k) != variant.kernel_name())
-                .filter_map(|k| Some((k.to_string(), kernels.get(k)?.source_hash())))
-                .collect(),
-        };
+        let mut result = result_template(variant, kernels, bytes_moved);
+        result.work = work;
 
         // Resolve the operations: setup launches, then the variant's kernel or builtin and any
         // later stages.
@@ -381,25 +411,11 @@ pub fn measure_lab(
                     )),
                 }
             }
-            (None, Some(builtin)) => {
-                // The PyTorch peer and Python blocks run in a python3 process of their own.
-                let script = variant
-                    .script
-                    .as_ref()
-                    .and_then(|name| kernels.get(name.get_ref().as_str()));
-                result.outcome = match (transpose_shape(check, lab), builtin, script) {
-                    (Some(_), Builtin::PythonTranspose, None) => Outcome::Failed {
-                        stage: FailureStage::Compile,
-                        message: "the Python block `script` names is not in the book".into(),
-                    },
-                    (Some((rows, cols)), _, script) => {
-                        python_outcome(rows, cols, script, device, options, &mut result)
-                    }
-                    (None, _, _) => Outcome::Failed {
-                        stage: FailureStage::Launch,
-                        message: format!("{} needs a transpose check", builtin.name()),
-                    },
-                };
+            (None, Some(_)) => {
+                // The PyTorch peer and Python blocks run in a Python process of their own.
+                let peers = python.get_or_insert_with(PythonPeers::new);
+                let info = device.info().clone();
+                measure_python_variant(&mut result, lab, variant, kernels, &info, options, peers);
                 progress.finished(&result);
                 variants.push(result);
                 continue;
@@ -440,7 +456,7 @@ pub fn measure_lab(
             counter: counter.as_ref(),
         };
         let mut device_error = false;
-        result.outcome = match verify_and_time(device, &plan, options, progress) {
+        result.outcome = match verify_and_time(device, &plan, options, &mut read_back, progress) {
             Ok((outcome, counted)) => {
                 result.counter = counted;
                 outcome
@@ -514,11 +530,12 @@ fn provenance(
         timing_method: format!(
             "device events around each launch; {flush}; \
              {} warm-up runs; at least {} samples and {} ms of kernel time, until the mean is \
-             known to {:.1} %",
+             known to {:.1} % or for at most {} s",
             options.warmup_runs,
             options.rule.min_samples,
             options.rule.min_gpu_ms,
-            options.rule.target_rel_error * 100.0
+            options.rule.target_rel_error * 100.0,
+            options.rule.max_wall_s
         ),
         device: info,
         clocks: None,
@@ -536,46 +553,109 @@ fn transpose_shape(check: &CheckSpec, lab: &LabSpec) -> Option<(usize, usize)> {
     }
 }
 
-/// Runs the PyTorch peer, or a Python block of the book (CUDA only), and turns its report into
-/// an outcome.
-fn python_outcome(
-    rows: usize,
-    cols: usize,
-    block: Option<&KernelSource>,
-    device: &dyn Device,
-    options: &MeasureOptions,
-    result: &mut VariantResult,
-) -> Outcome {
-    if device.info().backend != "cuda" {
-        return Outcome::Unavailable {
-            reason: "the Python peers (PyTorch, Triton) run on CUDA devices only here".into(),
-        };
+/// A variant's result before it runs: its names, source hashes and the bytes it must move,
+/// with a placeholder outcome.
+pub(crate) fn result_template(
+    variant: &VariantSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+    bytes_moved: u64,
+) -> VariantResult {
+    VariantResult {
+        name: variant.name.clone(),
+        kernel: variant.kernel_name().map(str::to_string),
+        source_hash: variant
+            .kernel_name()
+            .and_then(|k| kernels.get(k))
+            .map(KernelSource::source_hash),
+        compile_flags: Vec::new(),
+        bytes_moved,
+        launch: None,
+        resources: None,
+        outcome: Outcome::Failed {
+            stage: FailureStage::Launch,
+            message: String::new(),
+        },
+        implementation: None,
+        work: None,
+        counter: None,
+        other_kernels: variant
+            .kernel_names()
+            .into_iter()
+            .filter(|k| Some(*k) != variant.kernel_name())
+            .filter_map(|k| Some((k.to_string(), kernels.get(k)?.source_hash())))
+            .collect(),
     }
-    let flush_bytes = (device.info().l2_bytes * 2).max(64 << 20);
-    let run = match block {
-        Some(block) => crate::peers::python_block_transpose(
-            block,
-            rows,
-            cols,
-            &options.rule,
-            flush_bytes,
-            options.warmup_runs,
-        ),
-        None => crate::peers::torch_transpose(
-            rows,
-            cols,
-            &options.rule,
-            flush_bytes,
-            options.warmup_runs,
-        ),
+}
+
+/// Measures a variant that runs in Python (the PyTorch peer, or a Python block of the book
+/// through `python_transpose`; CUDA only) with `peers`, into `result`.
+pub(crate) fn measure_python_variant(
+    result: &mut VariantResult,
+    lab: &LabSpec,
+    variant: &VariantSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+    device: &DeviceInfo,
+    options: &MeasureOptions,
+    peers: &PythonPeers,
+) {
+    (result.outcome, result.implementation) =
+        python_outcome(lab, variant, kernels, device, options, peers);
+}
+
+/// The outcome of a Python variant, and the implementation that ran (e.g. "torch 2.11.0").
+fn python_outcome(
+    lab: &LabSpec,
+    variant: &VariantSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+    device: &DeviceInfo,
+    options: &MeasureOptions,
+    peers: &PythonPeers,
+) -> (Outcome, Option<String>) {
+    let failed = |stage, message: String| (Outcome::Failed { stage, message }, None);
+    let check = lab.check_for(variant);
+    let Some((rows, cols)) = transpose_shape(check, lab) else {
+        let builtin = variant.builtin.map_or("a Python peer", Builtin::name);
+        return failed(
+            FailureStage::Launch,
+            format!("{builtin} needs a transpose check"),
+        );
     };
-    match run {
-        crate::peers::PeerRun::Measured {
+    let block = match (&variant.builtin, &variant.script) {
+        (Some(Builtin::PythonTranspose), Some(name)) => {
+            let Some(block) = kernels.get(name.get_ref().as_str()) else {
+                return failed(
+                    FailureStage::Compile,
+                    "the Python block `script` names is not in the book".into(),
+                );
+            };
+            Some(block)
+        }
+        (Some(Builtin::PythonTranspose), None) => {
+            return failed(
+                FailureStage::Compile,
+                "python_transpose needs `script = \"NAME\"`".into(),
+            );
+        }
+        _ => None,
+    };
+    if device.backend != "cuda" {
+        let reason = "the Python peers (PyTorch, Triton) run on CUDA devices only here".into();
+        return (Outcome::Unavailable { reason }, None);
+    }
+    let request = crate::peers::TransposeRequest {
+        rows,
+        cols,
+        rule: &options.rule,
+        flush_bytes: (device.l2_bytes * 2).max(64 << 20),
+        warmup_runs: options.warmup_runs,
+        block,
+    };
+    match peers.transpose(&request, lab.timeout()) {
+        PeerRun::Measured {
             samples_ms,
             implementation,
         } => {
-            result.implementation = Some(implementation);
-            match Summary::of(&samples_ms) {
+            let outcome = match Summary::of(&samples_ms) {
                 Some(summary) => Outcome::Measured {
                     noisy: summary.is_noisy(&options.rule),
                     stop_reason: options
@@ -587,15 +667,15 @@ fn python_outcome(
                 },
                 None => Outcome::Failed {
                     stage: FailureStage::Timing,
-                    message: "torch reported invalid samples".into(),
+                    message: "the Python peer reported invalid samples".into(),
                 },
-            }
+            };
+            (outcome, Some(implementation))
         }
-        crate::peers::PeerRun::Wrong {
+        PeerRun::Wrong {
             implementation,
             mismatch,
-        } => {
-            result.implementation = Some(implementation);
+        } => (
             Outcome::WrongResult {
                 mismatch: mismatch.unwrap_or(kernelbook_core::results::Mismatch {
                     index: 0,
@@ -603,13 +683,11 @@ fn python_outcome(
                     actual: "another shape".into(),
                     count: 0,
                 }),
-            }
-        }
-        crate::peers::PeerRun::Unavailable(reason) => Outcome::Unavailable { reason },
-        crate::peers::PeerRun::Failed(message) => Outcome::Failed {
-            stage: FailureStage::Launch,
-            message,
-        },
+            },
+            Some(implementation),
+        ),
+        PeerRun::Unavailable(reason) => (Outcome::Unavailable { reason }, None),
+        PeerRun::Failed(message) => failed(FailureStage::Launch, message),
     }
 }
 
@@ -670,23 +748,47 @@ impl PreparedLaunch {
 #[derive(Default)]
 struct CompileMemo {
     entries: Vec<((String, Vec<String>), Compiled)>,
-    /// Images compiled ahead of time ([`precompile`]), not loaded yet.
+    /// Images compiled ahead of time ([`start_compiling`]), not loaded yet.
     images: Vec<Precompiled>,
+    /// Where the rest arrive while compiling goes on; `None` once it has ended.
+    pending: Option<mpsc::Receiver<Precompiled>>,
+}
+
+impl CompileMemo {
+    /// The image compiled ahead of time for `key`, waiting for it if it is still compiling;
+    /// `None` if it was not among them.
+    fn take_image(
+        &mut self,
+        key: &(String, Vec<String>),
+    ) -> Option<Result<CompiledKernel, CompileError>> {
+        loop {
+            if let Some(at) = self.images.iter().position(|(k, _)| k == key) {
+                return Some(self.images.swap_remove(at).1);
+            }
+            let received = self.pending.as_ref()?.recv();
+            match received {
+                Ok(image) => self.images.push(image),
+                Err(_) => self.pending = None,
+            }
+        }
+    }
 }
 
 /// A (kernel, options) pair and what compiling it gave.
 type Precompiled = ((String, Vec<String>), Result<CompiledKernel, CompileError>);
 
-/// Compiles every distinct (kernel, options) pair the lab's selected variants launch, on as
-/// many threads as there are cores: compilation is most of a lab's set-up time, and each
-/// program compiles independently. Loading stays on the device's thread.
-fn precompile(
-    lab: &LabSpec,
-    kernels: &BTreeMap<String, KernelSource>,
-    arch: &str,
-    compiler: &dyn Compiler,
+/// Starts compiling every distinct (kernel, options) pair the lab's selected variants launch,
+/// in the order the variants come, on as many threads as there are cores (each program
+/// compiles independently); the images arrive on the returned channel as they are done.
+/// Loading stays on the device's thread.
+fn start_compiling<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    lab: &'scope LabSpec,
+    kernels: &'scope BTreeMap<String, KernelSource>,
+    arch: &'scope str,
+    compiler: &'scope dyn Compiler,
     options: &MeasureOptions,
-) -> Vec<Precompiled> {
+) -> mpsc::Receiver<Precompiled> {
     let mut wanted: Vec<(String, Vec<String>)> = Vec::new();
     for variant in &lab.variants {
         if options
@@ -699,9 +801,9 @@ fn precompile(
         let launches = variant
             .setup
             .iter()
-            .chain(&variant.then)
             .map(LaunchPlan::of_launch)
-            .chain(LaunchPlan::of_variant(variant));
+            .chain(LaunchPlan::of_variant(variant))
+            .chain(variant.then.iter().map(LaunchPlan::of_launch));
         for plan in launches {
             let key = (
                 plan.kernel.to_string(),
@@ -714,35 +816,38 @@ fn precompile(
     }
     let threads = std::thread::available_parallelism()
         .map_or(1, std::num::NonZeroUsize::get)
-        .min(wanted.len())
-        .max(1);
-    let chunk = wanted.len().div_ceil(threads).max(1);
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = wanted
-            .chunks(chunk)
-            .map(|keys| {
-                scope.spawn(move || {
-                    keys.iter()
-                        .filter_map(|(kernel, flags)| {
-                            let source = kernels.get(kernel)?;
-                            let image = compiler.compile(&CompileRequest {
-                                name: &source.name,
-                                source: &source.source,
-                                arch,
-                                flags,
-                            });
-                            Some(((kernel.clone(), flags.clone()), image))
-                        })
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        handles
+        .min(wanted.len());
+    let queue = std::sync::Arc::new(std::sync::Mutex::new(
+        wanted
             .into_iter()
-            // A panicking compile thread only loses its images: they are compiled again below.
-            .flat_map(|handle| handle.join().unwrap_or_default())
-            .collect()
-    })
+            .collect::<std::collections::VecDeque<_>>(),
+    ));
+    let (images, arrived) = mpsc::channel();
+    for _ in 0..threads {
+        let queue = std::sync::Arc::clone(&queue);
+        let images = images.clone();
+        scope.spawn(move || {
+            while let Some((kernel, flags)) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                let Some(source) = kernels.get(&kernel) else {
+                    continue;
+                };
+                // A compiler that panics fails its kernel's variants, not the lab.
+                let image = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    compiler.compile(&CompileRequest {
+                        name: &source.name,
+                        source: &source.source,
+                        arch,
+                        flags: &flags,
+                    })
+                }))
+                .unwrap_or_else(|_| Err(CompileError::Compiler("the compiler panicked".into())));
+                if images.send(((kernel, flags), image)).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    arrived
 }
 
 #[derive(Clone)]
@@ -828,12 +933,8 @@ fn prepare_launch(
     let compiled = match memo.entries.iter().find(|(k, _)| *k == key) {
         Some((_, compiled)) => compiled.clone(),
         None => {
-            let precompiled = memo
-                .images
-                .iter()
-                .position(|(k, _)| *k == key)
-                .map(|at| memo.images.swap_remove(at).1);
-            let image = precompiled
+            let image = memo
+                .take_image(&key)
                 .unwrap_or_else(|| {
                     let arch = device.info().arch.clone();
                     compiler.compile(&CompileRequest {
@@ -1019,6 +1120,7 @@ fn verify_and_time(
     device: &mut dyn Device,
     plan: &TimingPlan<'_>,
     options: &MeasureOptions,
+    scratch: &mut Vec<u8>,
     progress: &mut dyn Progress,
 ) -> Result<(Outcome, Option<CounterResult>), DeviceError> {
     for id in plan.poisoned {
@@ -1039,14 +1141,18 @@ fn verify_and_time(
     }
     device.run(&plan.op)?;
     device.synchronize()?;
-    let mut actual = vec![0u8; plan.expected.len()];
+    // Reused from variant to variant: a fresh buffer of hundreds of MiB costs a page fault
+    // per page every time.
+    let actual = &mut *scratch;
+    actual.clear();
+    actual.resize(plan.expected.len(), 0);
     match plan.readback {
-        Readback::Buffer(id) => device.download(id, &mut actual)?,
-        Readback::Host { pinned } => device.read_host(pinned, &mut actual)?,
+        Readback::Buffer(id) => device.download(id, actual)?,
+        Readback::Host { pinned } => device.read_host(pinned, actual)?,
     }
     if let Some(mismatch) = reference::first_mismatch_within(
         plan.expected,
-        &actual,
+        actual,
         plan.elem,
         plan.tolerance,
         plan.sample_stride,
@@ -1099,14 +1205,15 @@ fn verify_and_time(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::backend::fake::{FakeCompiler, FakeDevice};
     use kernelbook_core::SourceLocation;
     use kernelbook_core::results::FailureStage;
     use std::path::Path;
 
-    const LAB: &str = r#"
+    /// A transpose lab with a builtin, a good, a wrong and a broken variant.
+    pub(crate) const LAB: &str = r#"
 name = "t"
 title = "T"
 bytes = "2 * n * n * 4"
@@ -1497,13 +1604,12 @@ args = ["out", "in"]
     fn each_kernel_and_option_set_is_compiled_once_per_lab() {
         let lab = LabSpec::parse(PIPELINE, Path::new("p.toml")).expect("lab");
         let kernels = BTreeMap::from([kernel("copy_first", "ok"), kernel("copy_second", "ok")]);
-        let images = precompile(
-            &lab,
-            &kernels,
-            "sm_90",
-            &FakeCompiler,
-            &MeasureOptions::default(),
-        );
+        let images: Vec<Precompiled> = std::thread::scope(|scope| {
+            let options = MeasureOptions::default();
+            start_compiling(scope, &lab, &kernels, "sm_90", &FakeCompiler, &options)
+                .iter()
+                .collect()
+        });
         let mut names: Vec<&str> = images.iter().map(|((k, _), _)| k.as_str()).collect();
         names.sort_unstable();
         assert_eq!(names, ["copy_first", "copy_second"]);

@@ -1,13 +1,24 @@
-//! Peers measured outside the [`Device`](crate::backend::Device) trait, in a `python3` child:
+//! Peers measured outside the [`Device`](crate::backend::Device) trait, in a `python3` process:
 //! PyTorch's own transpose, and a Python block of the book (a Triton kernel). Timed there with
 //! CUDA events under the same stopping rule and L2 flush as the course's kernels, and checked
 //! against a CPU transpose.
+//!
+//! `import torch` alone takes seconds, so one Python process serves every request of a build:
+//! [`PythonPeers::start`] launches it early, it imports while the course's own kernels are
+//! measured, and then answers one JSON request per line. It touches the GPU only while it
+//! answers a request, and the runner sends one only when no lab is measuring.
 
+use crate::stderr_tail::StderrTail;
 use kernelbook_core::KernelSource;
 use kernelbook_core::results::Mismatch;
 use kernelbook_core::stats::StoppingRule;
-use serde::Deserialize;
-use std::process::Command;
+use serde::{Deserialize, Serialize};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
 
 /// What a peer run gave.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,80 +38,168 @@ pub enum PeerRun {
     Failed(String),
 }
 
-const TORCH_TRANSPOSE: &str = r#"
-import json, sys, time
+/// The Python side. Replies go to a private copy of stdout; the blocks' own prints (and
+/// Triton's) go to stderr, so they cannot break the protocol.
+///
+/// Each sample queues a GPU-side sleep, the L2 flush, the start event, the operation and the end
+/// event. The sleep keeps the GPU busy while Python enqueues the rest, so the flush, the start
+/// event and the operation then run back to back, as they do for the course's kernels: the time
+/// between the events is the operation's, not Python's launch overhead (tens of microseconds for
+/// a Triton launch, comparable to the kernel itself), and the operation starts right after the
+/// flush, not after an idle gap.
+const SERVER: &str = r#"
+import json, os, sys, time, traceback
+proto = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+
+def reply(message):
+    proto.write(json.dumps(message) + "\n")
+    proto.flush()
+
 try:
     import torch
 except Exception as error:
-    print(json.dumps({"unavailable": "python3 has no torch (" + type(error).__name__ + ")"}))
+    reply({"unavailable": "python3 has no torch (" + type(error).__name__ + ")"})
     sys.exit(0)
-if not torch.cuda.is_available():
-    print(json.dumps({"unavailable": "torch " + torch.__version__ + " sees no CUDA GPU"}))
-    sys.exit(0)
-rows, cols = int(sys.argv[1]), int(sys.argv[2])
-rule = json.loads(sys.argv[3])
-flush_bytes, warmup = int(sys.argv[4]), int(sys.argv[5])
-block_path = sys.argv[6] if len(sys.argv) > 6 else ""
-version = "torch " + torch.__version__
-if block_path:
-    # A Python block of the book: it must define transpose(x) returning the transposed tensor.
-    namespace = {"__name__": "kernelbook_block"}
-    try:
-        exec(compile(open(block_path).read(), block_path, "exec"), namespace)
-    except ModuleNotFoundError as error:
-        print(json.dumps({"unavailable": "python3 has no " + str(error.name) + " (the block imports it)"}))
-        sys.exit(0)
-    if not callable(namespace.get("transpose")):
-        print(json.dumps({"error": "the block defines no function transpose(x)"}))
-        sys.exit(0)
-    op = namespace["transpose"]
-    if "triton" in sys.modules:
-        version = "triton " + sys.modules["triton"].__version__ + ", " + version
-else:
-    op = lambda x: x.t().contiguous()
-x = torch.rand(rows, cols, device="cuda") * 2 - 1
 try:
-    y = op(x)
-    torch.cuda.synchronize()
+    import triton  # imported now, while nothing waits for it
 except Exception:
-    import traceback
-    print(json.dumps({"error": traceback.format_exc(limit=-3)}))
-    sys.exit(0)
-expected = x.cpu().t().contiguous()
-actual = y.cpu()
-ok = tuple(actual.shape) == tuple(expected.shape) and torch.equal(actual, expected)
-mismatch = None
-if not ok and actual.shape == expected.shape:
-    wrong = (actual != expected).flatten().nonzero()
-    i = int(wrong[0]) if len(wrong) else 0
-    mismatch = {"index": i, "expected": repr(float(expected.flatten()[i])), "actual": repr(float(actual.flatten()[i])), "count": int(len(wrong))}
-flush = torch.empty(flush_bytes, dtype=torch.uint8, device="cuda")
-if not ok:
-    print(json.dumps({"ok": False, "mismatch": mismatch, "version": version}))
-    sys.exit(0)
-for _ in range(warmup):
-    y = op(x)
-torch.cuda.synchronize()
-start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-samples, began = [], time.time()
-def enough():
-    n = len(samples)
+    pass
+reply({"ready": "torch " + torch.__version__})
+
+SLEEP_CYCLES = 1_000_000  # about 0.5 ms at 2 GHz: longer than any Python launch
+
+def enough(rule, n, mean, m2, total, began):
     if n >= rule["max_samples"] or time.time() - began >= rule["max_wall_s"]:
         return True
-    if n < rule["min_samples"] or sum(samples) < rule["min_gpu_ms"]:
+    if n < rule["min_samples"] or total < rule["min_gpu_ms"]:
         return False
-    mean = sum(samples) / n
-    spread = (sum((s - mean) ** 2 for s in samples) / (n - 1)) ** 0.5 / mean
+    spread = (m2 / (n - 1)) ** 0.5 / mean
     return spread / n ** 0.5 <= rule["target_rel_error"]
-while not enough():
-    flush.fill_(len(samples) % 251)
-    start.record()
-    y = op(x)
-    end.record()
-    end.synchronize()
-    samples.append(start.elapsed_time(end))
-print(json.dumps({"ok": bool(ok), "mismatch": mismatch, "samples_ms": samples, "version": version}))
+
+HOST = {}
+
+def host_buffers(x):
+    # Page-locked copies of the input and of its transpose, kept for the next request of the
+    # same shape: copying 256 MiB into fresh pageable memory takes longer than the kernel's
+    # whole measurement.
+    key = (tuple(x.shape), x.dtype)
+    if key not in HOST:
+        HOST.clear()
+        rows, cols = x.shape
+        HOST[key] = (torch.empty(rows, cols, dtype=x.dtype, pin_memory=True),
+                     torch.empty(cols, rows, dtype=x.dtype, pin_memory=True))
+    return HOST[key]
+
+def transpose(request):
+    if not torch.cuda.is_available():
+        return {"unavailable": "torch " + torch.__version__ + " sees no CUDA GPU"}
+    rows, cols, rule = request["rows"], request["cols"], request["rule"]
+    version = "torch " + torch.__version__
+    block_path = request.get("block")
+    if block_path:
+        # A Python block of the book: it must define transpose(x) returning the transpose.
+        namespace = {"__name__": "kernelbook_block"}
+        try:
+            exec(compile(open(block_path).read(), block_path, "exec"), namespace)
+        except ModuleNotFoundError as error:
+            return {"unavailable": "python3 has no " + str(error.name) + " (the block imports it)"}
+        except Exception:
+            return {"error": traceback.format_exc(limit=-3)}
+        if not callable(namespace.get("transpose")):
+            return {"error": "the block defines no function transpose(x)"}
+        op = namespace["transpose"]
+        if "triton" in sys.modules:
+            version = "triton " + sys.modules["triton"].__version__ + ", " + version
+    else:
+        op = lambda x: x.t().contiguous()
+    x = torch.rand(rows, cols, device="cuda") * 2 - 1
+    try:
+        y = op(x)
+        torch.cuda.synchronize()
+    except Exception:
+        return {"error": traceback.format_exc(limit=-3)}
+    x_host, y_host = host_buffers(x)
+    x_host.copy_(x)
+    expected = x_host.t().contiguous()
+    if tuple(y.shape) == tuple(expected.shape):
+        y_host.copy_(y)
+        actual = y_host
+    else:
+        actual = y.cpu()
+    ok = tuple(actual.shape) == tuple(expected.shape) and torch.equal(actual, expected)
+    if not ok:
+        mismatch = None
+        if actual.shape == expected.shape:
+            wrong = (actual != expected).flatten().nonzero()
+            i = int(wrong[0]) if len(wrong) else 0
+            mismatch = {"index": i, "expected": repr(float(expected.flatten()[i])),
+                        "actual": repr(float(actual.flatten()[i])), "count": int(len(wrong))}
+        return {"ok": False, "mismatch": mismatch, "version": version}
+    del expected, actual, x_host, y_host
+    flush = torch.empty(request["flush_bytes"], dtype=torch.uint8, device="cuda")
+    for _ in range(request["warmup"]):
+        y = op(x)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples, began = [], time.time()
+    n, mean, m2, total = 0, 0.0, 0.0, 0.0  # Welford's running mean and squared deviations
+    while not enough(rule, n, mean, m2, total, began):
+        torch.cuda._sleep(SLEEP_CYCLES)
+        flush.fill_(n % 251)
+        start.record()
+        y = op(x)
+        end.record()
+        end.synchronize()
+        sample = start.elapsed_time(end)
+        samples.append(sample)
+        n, total = n + 1, total + sample
+        delta = sample - mean
+        mean += delta / n
+        m2 += delta * (sample - mean)
+    return {"ok": True, "samples_ms": samples, "version": version}
+
+for line in sys.stdin:
+    try:
+        answer = transpose(json.loads(line))
+    except Exception:
+        answer = {"error": traceback.format_exc(limit=-3)}
+    # Give the memory back: the labs measured next may need all of it.
+    torch.cuda.empty_cache()
+    reply(answer)
 "#;
+
+/// What one request asks: a `rows × cols` fp32 transpose, by PyTorch (`block: None`) or by the
+/// `transpose(x)` a Python block of the book defines.
+#[derive(Debug, Clone, Copy)]
+pub struct TransposeRequest<'a> {
+    pub rows: usize,
+    pub cols: usize,
+    pub rule: &'a StoppingRule,
+    pub flush_bytes: u64,
+    pub warmup_runs: usize,
+    pub block: Option<&'a KernelSource>,
+}
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    rows: usize,
+    cols: usize,
+    rule: &'a StoppingRule,
+    flush_bytes: u64,
+    warmup: usize,
+    block: Option<&'a Path>,
+}
+
+/// The first line the server writes.
+#[derive(Deserialize)]
+struct Hello {
+    #[serde(default)]
+    ready: Option<String>,
+    #[serde(default)]
+    unavailable: Option<String>,
+}
 
 #[derive(Deserialize)]
 struct TorchReport {
@@ -119,54 +218,266 @@ struct TorchReport {
     error: Option<String>,
 }
 
-/// Times PyTorch's `x.t().contiguous()` on a `rows × cols` fp32 matrix.
-pub fn torch_transpose(
-    rows: usize,
-    cols: usize,
-    rule: &StoppingRule,
-    flush_bytes: u64,
-    warmup_runs: usize,
-) -> PeerRun {
-    run_transpose_script(rows, cols, rule, flush_bytes, warmup_runs, None)
+/// How long `import torch` (and Triton) may take before the process counts as stuck.
+const STARTUP_LIMIT: Duration = Duration::from_secs(180);
+/// The last lines of the server's stderr kept for error messages.
+const STDERR_LINES: usize = 20;
+
+/// The build's Python process, started on first use (or early, by [`start`](Self::start)) and
+/// restarted after it dies or is stopped for overrunning.
+pub struct PythonPeers {
+    python: String,
+    server: Mutex<Option<Server>>,
 }
 
-/// Times the `transpose(x)` a Python block of the book defines (a Triton kernel and its
-/// launcher), in the same harness as the PyTorch peer: the same input, check, flush and rule.
-/// A traceback from the block names the chapter's file and line.
-pub fn python_block_transpose(
-    block: &KernelSource,
-    rows: usize,
-    cols: usize,
-    rule: &StoppingRule,
-    flush_bytes: u64,
-    warmup_runs: usize,
-) -> PeerRun {
-    let file = match tempfile::Builder::new()
+impl Default for PythonPeers {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl std::fmt::Debug for PythonPeers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PythonPeers")
+            .field("python", &self.python)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PythonPeers {
+    /// Peers run by the `python3` on the `PATH`.
+    pub fn new() -> Self {
+        Self::with_python("python3")
+    }
+
+    /// Peers run by another interpreter (tests use a missing one).
+    pub fn with_python(python: &str) -> Self {
+        PythonPeers {
+            python: python.to_string(),
+            server: Mutex::new(None),
+        }
+    }
+
+    /// Starts the Python process now, if it is not running, so that its imports overlap other
+    /// work. Quietly does nothing when it cannot start: the first request says why.
+    pub fn start(&self) {
+        if let Ok(mut server) = self.server.lock()
+            && server.is_none()
+        {
+            *server = Server::spawn(&self.python).ok();
+        }
+    }
+
+    /// Times a transpose (see [`TransposeRequest`]). A request that takes longer than `timeout`
+    /// stops the process; the next request starts a fresh one.
+    pub fn transpose(&self, request: &TransposeRequest<'_>, timeout: Duration) -> PeerRun {
+        // The block goes to a file: Triton reads a kernel's source back from its file.
+        let file = match request.block.map(write_block).transpose() {
+            Ok(file) => file,
+            Err(message) => return PeerRun::Failed(message),
+        };
+        let wire = WireRequest {
+            rows: request.rows,
+            cols: request.cols,
+            rule: request.rule,
+            flush_bytes: request.flush_bytes,
+            warmup: request.warmup_runs,
+            block: file.as_ref().map(|f| f.path()),
+        };
+        let run = self.ask(&wire, timeout);
+        match (run, request.block, &file) {
+            (PeerRun::Failed(message), Some(block), Some(file)) => PeerRun::Failed(map_traceback(
+                &message,
+                &file.path().to_string_lossy(),
+                block,
+            )),
+            (run, _, _) => run,
+        }
+    }
+
+    fn ask(&self, request: &WireRequest<'_>, timeout: Duration) -> PeerRun {
+        let Ok(mut guard) = self.server.lock() else {
+            return PeerRun::Failed("the Python process's state was poisoned by a panic".into());
+        };
+        if guard.is_none() {
+            match Server::spawn(&self.python) {
+                Ok(server) => *guard = Some(server),
+                Err(why) => return PeerRun::Unavailable(why),
+            }
+        }
+        let Some(server) = guard.as_mut() else {
+            return PeerRun::Failed("the Python process did not start".into());
+        };
+        let (run, keep) = server.ask(request, timeout);
+        if !keep {
+            *guard = None;
+        }
+        run
+    }
+}
+
+/// A running Python process and its pipes.
+struct Server {
+    /// `None` once handed to the thread that reaps it.
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    lines: mpsc::Receiver<String>,
+    stderr: StderrTail,
+    /// What its first line said: ready (`Ok`) or unavailable and why; `None` until read.
+    hello: Option<Result<(), String>>,
+}
+
+impl Server {
+    fn spawn(python: &str) -> Result<Server, String> {
+        let mut command = Command::new(python);
+        command
+            .args(["-c", SERVER])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own process group, so that stopping it also stops Triton's compiler processes.
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|err| format!("no {python} ({err})"))?;
+        let (tx, lines) = mpsc::channel();
+        if let Some(stdout) = child.stdout.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let stderr = StderrTail::start(child.stderr.take(), STDERR_LINES);
+        Ok(Server {
+            stdin: child.stdin.take(),
+            child: Some(child),
+            lines,
+            stderr,
+            hello: None,
+        })
+    }
+
+    /// Sends one request and waits for its answer. The second value is whether the process is
+    /// still fit for the next request.
+    fn ask(&mut self, request: &WireRequest<'_>, timeout: Duration) -> (PeerRun, bool) {
+        if self.hello.is_none() {
+            match self.next_line(STARTUP_LIMIT.max(timeout)) {
+                Ok(line) => {
+                    self.hello = Some(match serde_json::from_str::<Hello>(&line) {
+                        Ok(Hello { ready: Some(_), .. }) => Ok(()),
+                        Ok(Hello {
+                            unavailable: Some(why),
+                            ..
+                        }) => Err(why),
+                        _ => Err(format!("the Python process said `{line}` on starting")),
+                    })
+                }
+                Err(failure) => return (PeerRun::Failed(failure), false),
+            }
+        }
+        if let Some(Err(why)) = &self.hello {
+            return (PeerRun::Unavailable(why.clone()), true);
+        }
+        let line = match serde_json::to_string(request) {
+            Ok(line) => line,
+            Err(err) => {
+                return (
+                    PeerRun::Failed(format!("cannot encode the request: {err}")),
+                    true,
+                );
+            }
+        };
+        let sent = self
+            .stdin
+            .as_mut()
+            .map(|stdin| writeln!(stdin, "{line}").and_then(|()| stdin.flush()));
+        if !matches!(sent, Some(Ok(()))) {
+            return (
+                PeerRun::Failed(format!(
+                    "the Python process stopped reading requests{}",
+                    self.stderr_tail()
+                )),
+                false,
+            );
+        }
+        match self.next_line(timeout) {
+            Ok(line) => {
+                let tail = self.stderr_tail();
+                (parse_torch_report(&line, &tail), true)
+            }
+            Err(failure) => (PeerRun::Failed(failure), false),
+        }
+    }
+
+    /// The next line of the protocol, or why there is none (the process is then stopped).
+    fn next_line(&mut self, timeout: Duration) -> Result<String, String> {
+        let started = Instant::now();
+        match self.lines.recv_timeout(timeout) {
+            Ok(line) => Ok(line),
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(child) = self.child.as_mut() {
+                    crate::profile::kill_group(child);
+                }
+                Err(format!(
+                    "stopped after {:.0} s, the lab's time limit (`timeout_s`): the Python peer did not answer",
+                    started.elapsed().as_secs_f64()
+                ))
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                if let Some(child) = self.child.as_mut() {
+                    let _ = child.wait();
+                }
+                Err(format!("the Python process ended{}", self.stderr_tail()))
+            }
+        }
+    }
+
+    /// `: line / line` from the end of stderr, or nothing.
+    fn stderr_tail(&mut self) -> String {
+        let ended = self
+            .child
+            .as_mut()
+            .is_some_and(|child| matches!(child.try_wait(), Ok(Some(_))));
+        let tail = self.stderr.last(2, ended);
+        if tail.is_empty() {
+            tail
+        } else {
+            format!(": {tail}")
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        // Closing its stdin ends the request loop and the process exits by itself; tearing
+        // down its CUDA context takes a second, which nobody needs to wait for.
+        drop(self.stdin.take());
+        if let Some(mut child) = self.child.take() {
+            std::thread::spawn(move || {
+                let _ = child.wait();
+            });
+        }
+    }
+}
+
+/// The block's source in a temporary `.py` file, removed when dropped.
+fn write_block(block: &KernelSource) -> Result<tempfile::NamedTempFile, String> {
+    let mut file = tempfile::Builder::new()
         .prefix(&format!("{}-", block.name))
         .suffix(".py")
         .tempfile()
-    {
-        Ok(file) => file,
-        Err(err) => return PeerRun::Failed(format!("cannot write the block to a file: {err}")),
-    };
-    if let Err(err) = std::fs::write(file.path(), &block.source) {
-        return PeerRun::Failed(format!("cannot write the block to a file: {err}"));
-    }
-    match run_transpose_script(
-        rows,
-        cols,
-        rule,
-        flush_bytes,
-        warmup_runs,
-        Some(file.path()),
-    ) {
-        PeerRun::Failed(message) => PeerRun::Failed(map_traceback(
-            &message,
-            &file.path().to_string_lossy(),
-            block,
-        )),
-        other => other,
-    }
+        .map_err(|err| format!("cannot write the block to a file: {err}"))?;
+    file.write_all(block.source.as_bytes())
+        .and_then(|()| file.flush())
+        .map_err(|err| format!("cannot write the block to a file: {err}"))?;
+    Ok(file)
 }
 
 /// Rewrites `File "TMP", line N` in a traceback to the chapter's file and line.
@@ -192,39 +503,8 @@ fn map_traceback(text: &str, temp_path: &str, block: &KernelSource) -> String {
     out
 }
 
-fn run_transpose_script(
-    rows: usize,
-    cols: usize,
-    rule: &StoppingRule,
-    flush_bytes: u64,
-    warmup_runs: usize,
-    block: Option<&std::path::Path>,
-) -> PeerRun {
-    let rule_json = serde_json::to_string(rule).unwrap_or_default();
-    let mut command = Command::new("python3");
-    command.args(["-c", TORCH_TRANSPOSE]).args([
-        rows.to_string(),
-        cols.to_string(),
-        rule_json,
-        flush_bytes.to_string(),
-        warmup_runs.to_string(),
-    ]);
-    if let Some(path) = block {
-        command.arg(path);
-    }
-    let output = command.output();
-    let output = match output {
-        Ok(output) => output,
-        Err(err) => return PeerRun::Unavailable(format!("no python3 ({err})")),
-    };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    parse_torch_report(
-        stdout.lines().last().unwrap_or(""),
-        &String::from_utf8_lossy(&output.stderr),
-    )
-}
-
-fn parse_torch_report(line: &str, stderr: &str) -> PeerRun {
+/// Reads a reply line; `stderr_tail` (`: …`, or empty) goes into a message about a garbled one.
+fn parse_torch_report(line: &str, stderr_tail: &str) -> PeerRun {
     match serde_json::from_str::<TorchReport>(line) {
         Ok(TorchReport {
             unavailable: Some(why),
@@ -248,13 +528,10 @@ fn parse_torch_report(line: &str, stderr: &str) -> PeerRun {
             samples_ms: report.samples_ms,
             implementation: report.version,
         },
-        Err(_) => {
-            let tail: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-            PeerRun::Failed(format!(
-                "the torch script failed: {}",
-                tail[tail.len().saturating_sub(2)..].join(" / ")
-            ))
-        }
+        Err(_) => PeerRun::Failed(format!(
+            "the Python peer answered `{}`{stderr_tail}",
+            line.chars().take(200).collect::<String>()
+        )),
     }
 }
 
@@ -297,20 +574,158 @@ mod tests {
             }
         );
         assert_eq!(
-            parse_torch_report("", "Traceback\nRuntimeError: CUDA out of memory\n"),
+            parse_torch_report("not json", ": RuntimeError: CUDA out of memory"),
             PeerRun::Failed(
-                "the torch script failed: Traceback / RuntimeError: CUDA out of memory".into()
+                "the Python peer answered `not json`: RuntimeError: CUDA out of memory".into()
             )
         );
     }
 
-    #[test]
-    fn the_script_reports_rather_than_fails_without_torch() {
-        // This machine's python3 may or may not have torch; either way the answer is a report.
-        match torch_transpose(64, 32, &StoppingRule::default(), 1 << 20, 1) {
-            PeerRun::Failed(why) => panic!("the script itself failed: {why}"),
-            other => eprintln!("{other:?}"),
+    fn request(rule: &StoppingRule) -> TransposeRequest<'_> {
+        TransposeRequest {
+            rows: 64,
+            cols: 32,
+            rule,
+            flush_bytes: 1 << 20,
+            warmup_runs: 1,
+            block: None,
         }
+    }
+
+    #[test]
+    fn the_real_server_reports_rather_than_fails() {
+        // This machine's python3 may or may not have torch (and a GPU); either way the answer
+        // is a report, twice from the same process.
+        let peers = PythonPeers::new();
+        peers.start();
+        let rule = StoppingRule::default();
+        for _ in 0..2 {
+            match peers.transpose(&request(&rule), Duration::from_secs(120)) {
+                PeerRun::Failed(why) => panic!("the server itself failed: {why}"),
+                other => eprintln!("{other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_missing_interpreter_is_unavailable() {
+        let peers = PythonPeers::with_python("/nonexistent/python3");
+        let rule = StoppingRule::default();
+        match peers.transpose(&request(&rule), Duration::from_secs(5)) {
+            PeerRun::Unavailable(why) => {
+                assert!(why.starts_with("no /nonexistent/python3"), "{why}")
+            }
+            other => panic!("expected unavailable, got {other:?}"),
+        }
+    }
+
+    /// A stand-in interpreter: a shell script that ignores `-c SERVER`, counts its starts in
+    /// `starts`, then runs `body`.
+    #[cfg(unix)]
+    fn fake_python(dir: &Path, body: &str) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        let path = dir.join("python3");
+        let starts = dir.join("starts");
+        let script = format!(
+            "#!/bin/sh\necho started >> '{}'\n{body}\n",
+            starts.display()
+        );
+        std::fs::write(&path, script).expect("write the fake");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        path.to_string_lossy().into_owned()
+    }
+
+    #[cfg(unix)]
+    fn starts(dir: &Path) -> usize {
+        std::fs::read_to_string(dir.join("starts"))
+            .map(|s| s.lines().count())
+            .unwrap_or(0)
+    }
+
+    #[cfg(unix)]
+    const READY: &str = r#"echo '{"ready": "torch 9.9"}'"#;
+
+    #[cfg(unix)]
+    #[test]
+    fn one_process_answers_every_request() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let answer = r#"{"ok": true, "samples_ms": [0.5, 0.25], "version": "torch 9.9"}"#;
+        let python = fake_python(
+            dir.path(),
+            &format!("{READY}\nwhile read line; do echo '{answer}'; done"),
+        );
+        let peers = PythonPeers::with_python(&python);
+        peers.start();
+        let rule = StoppingRule::default();
+        for _ in 0..3 {
+            assert_eq!(
+                peers.transpose(&request(&rule), Duration::from_secs(10)),
+                PeerRun::Measured {
+                    samples_ms: vec![0.5, 0.25],
+                    implementation: "torch 9.9".into()
+                }
+            );
+        }
+        assert_eq!(starts(dir.path()), 1);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_unavailable_answer_on_starting_holds_for_every_request() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let python = fake_python(
+            dir.path(),
+            r#"echo '{"unavailable": "python3 has no torch (ModuleNotFoundError)"}'
+cat > /dev/null"#,
+        );
+        let peers = PythonPeers::with_python(&python);
+        let rule = StoppingRule::default();
+        for _ in 0..2 {
+            assert_eq!(
+                peers.transpose(&request(&rule), Duration::from_secs(10)),
+                PeerRun::Unavailable("python3 has no torch (ModuleNotFoundError)".into())
+            );
+        }
+        assert_eq!(starts(dir.path()), 1, "not started again to hear the same");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_request_past_the_limit_stops_the_process_and_the_next_starts_a_fresh_one() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let python = fake_python(
+            dir.path(),
+            &format!("{READY}\nwhile read line; do sleep 30; done"),
+        );
+        let peers = PythonPeers::with_python(&python);
+        let rule = StoppingRule::default();
+        let started = Instant::now();
+        match peers.transpose(&request(&rule), Duration::from_millis(300)) {
+            PeerRun::Failed(why) => assert!(why.contains("did not answer"), "{why}"),
+            other => panic!("expected a failure, got {other:?}"),
+        }
+        let _ = peers.transpose(&request(&rule), Duration::from_millis(300));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "not waited out"
+        );
+        assert_eq!(starts(dir.path()), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_process_that_dies_is_reported_with_its_last_words() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let python = fake_python(
+            dir.path(),
+            &format!("{READY}\nread line\necho 'RuntimeError: boom' >&2\nexit 3"),
+        );
+        let peers = PythonPeers::with_python(&python);
+        let rule = StoppingRule::default();
+        assert_eq!(
+            peers.transpose(&request(&rule), Duration::from_secs(10)),
+            PeerRun::Failed("the Python process ended: RuntimeError: boom".into())
+        );
     }
 
     #[test]

@@ -520,7 +520,7 @@ fn read_in_background<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiv
 }
 
 /// Kills `child`'s process group (ncu and the program it profiles), then `child` itself.
-fn kill_group(child: &mut Child) {
+pub(crate) fn kill_group(child: &mut Child) {
     #[cfg(unix)]
     {
         // `child` has not been reaped, so its id (the group's id) cannot have been reused.
@@ -941,6 +941,7 @@ pub fn profile_lab(
                     ..kernelbook_core::stats::StoppingRule::default()
                 },
                 stop_after_device_error: true,
+                defer_python: true,
             },
             learner: None,
         };

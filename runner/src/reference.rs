@@ -40,25 +40,127 @@ fn fill_random(out: &mut [u8], elem: ElemType, seed: u64) {
 }
 
 /// Calls `work(index, chunk)` for each `chunk_len`-long chunk of `out`, the chunks shared out
-/// over every core. Inputs and references run to GiBs; one core would take seconds.
+/// over every core. Inputs and references run to GiBs; one core would take seconds. A buffer of
+/// one chunk is done on the calling thread, so small ones cost no thread at all.
 fn for_each_chunk<T: Send>(out: &mut [T], chunk_len: usize, work: impl Fn(usize, &mut [T]) + Sync) {
-    let chunks: Vec<(usize, &mut [T])> = out.chunks_mut(chunk_len.max(1)).enumerate().collect();
-    let threads = std::thread::available_parallelism()
-        .map_or(1, std::num::NonZeroUsize::get)
-        .clamp(1, chunks.len().max(1));
-    let per_thread = chunks.len().div_ceil(threads).max(1);
-    let mut chunks = chunks.into_iter();
-    let work = &work;
+    let chunk_len = chunk_len.max(1);
+    let threads = threads_for(out.len().div_ceil(chunk_len));
+    if threads <= 1 {
+        for (index, chunk) in out.chunks_mut(chunk_len).enumerate() {
+            work(index, chunk);
+        }
+        return;
+    }
+    // Each thread takes the next chunk when it finishes one, so chunks of uneven cost (a
+    // reference's last partial strip, a busy core) still keep every core busy to the end.
+    let chunks = std::sync::Mutex::new(out.chunks_mut(chunk_len).enumerate());
+    let run = || {
+        // A poisoned lock means another worker panicked; the scope re-raises that panic.
+        while let Some((index, chunk)) = chunks.lock().ok().and_then(|mut c| c.next()) {
+            work(index, chunk);
+        }
+    };
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            let group: Vec<(usize, &mut [T])> = chunks.by_ref().take(per_thread).collect();
-            scope.spawn(move || {
-                for (index, chunk) in group {
-                    work(index, chunk);
-                }
-            });
+        for _ in 1..threads {
+            scope.spawn(run);
+        }
+        run();
+    });
+}
+
+/// How many threads `tasks` tasks are shared out over: every core, but no more than the tasks.
+fn threads_for(tasks: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, std::num::NonZeroUsize::get)
+        .clamp(1, tasks.max(1))
+}
+
+/// `work(range)` for each `chunk_len`-long range of `0..len`, shared out like
+/// [`for_each_chunk`]; the results in range order.
+fn map_ranges<R: Send>(
+    len: usize,
+    chunk_len: usize,
+    work: impl Fn(std::ops::Range<usize>) -> R + Sync,
+) -> Vec<R> {
+    let chunk_len = chunk_len.max(1);
+    let mut results: Vec<Option<R>> = (0..len.div_ceil(chunk_len)).map(|_| None).collect();
+    for_each_chunk(&mut results, 1, |index, slot| {
+        let start = index * chunk_len;
+        slot[0] = Some(work(start..len.min(start + chunk_len)));
+    });
+    results.into_iter().flatten().collect()
+}
+
+/// Elements per task of the references and comparisons that cost a few nanoseconds an element:
+/// 1 MiB of f32s, so a GiB makes about a thousand tasks and a small buffer a single one.
+const CHEAP_CHUNK: usize = 1 << 18;
+
+/// Elements per task of a reference that costs tens of nanoseconds an element (a GELU).
+const COSTLY_CHUNK: usize = 1 << 16;
+
+/// Computed elements per task of a sampled reference (each one thousands of FMAs).
+const SAMPLES_PER_TASK: usize = 256;
+
+/// The f32 stored little-endian at element `i` of `bytes`.
+fn f32_at(bytes: &[u8], i: usize) -> f32 {
+    let c = &bytes[4 * i..4 * i + 4];
+    f32::from_le_bytes([c[0], c[1], c[2], c[3]])
+}
+
+/// `f(i, x_i)` for the first `count` f32s `x_i` of `input` (fewer where it is shorter), as
+/// little-endian bytes, `chunk` elements per task.
+fn map_f32s(
+    input: &[u8],
+    count: usize,
+    chunk: usize,
+    f: impl Fn(usize, f32) -> f32 + Sync,
+) -> Vec<u8> {
+    let count = count.min(input.len() / 4);
+    let chunk = chunk.max(1);
+    let mut out = vec![0u8; count * 4];
+    for_each_chunk(&mut out, chunk.saturating_mul(4), |index, out| {
+        let first = index * chunk;
+        let input = input[4 * first..4 * first + out.len()].as_chunks::<4>().0;
+        for (k, (slot, x)) in out.as_chunks_mut::<4>().0.iter_mut().zip(input).enumerate() {
+            *slot = f(first + k, f32::from_le_bytes(*x)).to_le_bytes();
         }
     });
+    out
+}
+
+/// Like [`map_f32s`] with `f(x_i)` for every `stride`-th element from 0 only; the others stay
+/// 0.0 (all bits zero), as the sampled kernels' unchecked elements are.
+fn map_sampled_f32s(
+    input: &[u8],
+    count: usize,
+    stride: usize,
+    f: impl Fn(f32) -> f32 + Sync,
+) -> Vec<u8> {
+    let count = count.min(input.len() / 4);
+    let stride = stride.max(1);
+    let chunk = stride.saturating_mul(SAMPLES_PER_TASK);
+    let mut out = vec![0u8; count * 4];
+    for_each_chunk(&mut out, chunk.saturating_mul(4), |index, out| {
+        let first = index * chunk;
+        let end = first + out.len() / 4;
+        for i in (first.next_multiple_of(stride)..end).step_by(stride) {
+            let k = 4 * (i - first);
+            out[k..k + 4].copy_from_slice(&f(f32_at(input, i)).to_le_bytes());
+        }
+    });
+    out
+}
+
+/// A copy of `input`, written by every core: one core copies a GiB (and takes its page faults)
+/// in about a fifth of a second.
+fn copy_of(input: &[u8]) -> Vec<u8> {
+    const CHUNK_BYTES: usize = 4 * CHEAP_CHUNK;
+    let mut out = vec![0u8; input.len()];
+    for_each_chunk(&mut out, CHUNK_BYTES, |index, out| {
+        let first = index * CHUNK_BYTES;
+        out.copy_from_slice(&input[first..first + out.len()]);
+    });
+    out
 }
 
 /// Floats uniform in [-1, 1), integers any bit pattern.
@@ -100,7 +202,7 @@ pub fn expected_output<'a>(
     };
     let data = |name: &str| input(name).unwrap_or_default();
     Ok(match check {
-        CheckSpec::Copy { input, .. } => data(input).to_vec(),
+        CheckSpec::Copy { input, .. } => copy_of(data(input)),
         CheckSpec::Transpose {
             input, rows, cols, ..
         } => transpose(data(input), size(rows)?, size(cols)?, elem.size()),
@@ -112,11 +214,9 @@ pub fn expected_output<'a>(
         } => strided_gather(data(input), size(count)?, size(stride)?, elem.size()),
         CheckSpec::Scale { input, factor, .. } => {
             let factor = factor.eval(params)? as f32;
-            to_bytes_f32(f32s(data(input)).map(|x| factor * x))
+            map_f32s(data(input), usize::MAX, CHEAP_CHUNK, |_, x| factor * x)
         }
-        CheckSpec::ColumnSums { input, n, .. } => {
-            column_sums(&f32s(data(input)).collect::<Vec<_>>(), size(n)?)
-        }
+        CheckSpec::ColumnSums { input, n, .. } => column_sums_bytes(data(input), size(n)?),
         CheckSpec::SharedColumnReads {
             input,
             blocks,
@@ -135,18 +235,9 @@ pub fn expected_output<'a>(
         } => {
             let iters = size(iters)?;
             let stride = check.sample_stride(params)?;
-            to_bytes_f32(
-                f32s(data(input))
-                    .take(size(count)?)
-                    .enumerate()
-                    .map(|(i, x)| {
-                        if i % stride == 0 {
-                            register_pressure(x, iters)
-                        } else {
-                            0.0
-                        }
-                    }),
-            )
+            map_sampled_f32s(data(input), size(count)?, stride, |x| {
+                register_pressure(x, iters)
+            })
         }
         CheckSpec::PointerChase {
             nodes,
@@ -160,8 +251,7 @@ pub fn expected_output<'a>(
             (index as u32).to_le_bytes().to_vec()
         }
         CheckSpec::TileSymmetrize { input, n, tile, .. } => {
-            let values: Vec<f32> = f32s(data(input)).collect();
-            to_bytes_f32(tile_symmetrize(&values, size(n)?, size(tile)?).into_iter())
+            tile_symmetrize_bytes(data(input), size(n)?, size(tile)?)
         }
         CheckSpec::WrappingSum {
             input,
@@ -187,14 +277,14 @@ pub fn expected_output<'a>(
             let (rows, cols) = (size(rows)?, size(cols)?);
             let threshold = threshold.eval(params)? as u32;
             let seed = seed.eval(params)? as u32;
-            to_bytes_f32(
-                f32s(data(input))
-                    .take(rows * cols)
-                    .enumerate()
-                    .map(|(i, x)| {
-                        let b = bias.get(i % cols.max(1)).copied().unwrap_or(0.0);
-                        bias_gelu_dropout(x, b, i as u32, threshold, seed)
-                    }),
+            map_f32s(
+                data(input),
+                rows.saturating_mul(cols),
+                COSTLY_CHUNK,
+                |i, x| {
+                    let b = bias.get(i % cols.max(1)).copied().unwrap_or(0.0);
+                    bias_gelu_dropout(x, b, i as u32, threshold, seed)
+                },
             )
         }
         CheckSpec::FmaChains {
@@ -206,18 +296,9 @@ pub fn expected_output<'a>(
         } => {
             let (chains, rounds) = (size(chains)?, size(rounds)?);
             let stride = check.sample_stride(params)?;
-            to_bytes_f32(
-                f32s(data(input))
-                    .take(size(count)?)
-                    .enumerate()
-                    .map(|(i, x)| {
-                        if i % stride == 0 {
-                            fma_chains(x, chains, rounds)
-                        } else {
-                            0.0
-                        }
-                    }),
-            )
+            map_sampled_f32s(data(input), size(count)?, stride, |x| {
+                fma_chains(x, chains, rounds)
+            })
         }
     })
 }
@@ -234,36 +315,70 @@ fn u32s(bytes: &[u8]) -> impl Iterator<Item = u32> + '_ {
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
 }
 
-fn to_bytes_f32(values: impl Iterator<Item = f32>) -> Vec<u8> {
-    values.flat_map(f32::to_le_bytes).collect()
+/// Column sums of each 32-row strip, rows added in order; an element past the input's end
+/// counts as 0.0.
+pub fn column_sums(input: &[f32], n: usize) -> Vec<u8> {
+    let input: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+    column_sums_bytes(&input, n)
 }
 
-/// Column sums of each 32-row strip, rows added in order.
-pub fn column_sums(input: &[f32], n: usize) -> Vec<u8> {
+/// [`column_sums`] of little-endian bytes.
+fn column_sums_bytes(input: &[u8], n: usize) -> Vec<u8> {
     let strips = n / 32;
-    let mut out = vec![0f32; strips * n];
-    for t in 0..strips {
-        for c in 0..n {
-            let mut sum = 0f32;
-            for r in 0..32 {
-                sum += input.get((32 * t + r) * n + c).copied().unwrap_or(0.0);
-            }
-            out[t * n + c] = sum;
-        }
+    let mut out = vec![0u8; strips * n * 4];
+    if n == 0 {
+        return out;
     }
-    to_bytes_f32(out.into_iter())
+    let len = input.len() / 4;
+    // Whole strips per task, about CHEAP_CHUNK input elements each.
+    let strips_per_task = (CHEAP_CHUNK / (32 * n)).max(1);
+    for_each_chunk(&mut out, strips_per_task * n * 4, |index, chunk| {
+        let mut sums = vec![0f32; n];
+        for (k, strip) in chunk.chunks_exact_mut(n * 4).enumerate() {
+            let t = index * strips_per_task + k;
+            // Row by row, so each column is still summed from 0.0 in row order.
+            sums.fill(0.0);
+            for r in 0..32 {
+                let start = (32 * t + r) * n;
+                if start + n <= len {
+                    let row = input[4 * start..4 * (start + n)].as_chunks::<4>().0;
+                    for (sum, x) in sums.iter_mut().zip(row) {
+                        *sum += f32::from_le_bytes(*x);
+                    }
+                } else {
+                    for (c, sum) in sums.iter_mut().enumerate() {
+                        *sum += if start + c < len {
+                            f32_at(input, start + c)
+                        } else {
+                            0.0
+                        };
+                    }
+                }
+            }
+            for (slot, sum) in strip.as_chunks_mut::<4>().0.iter_mut().zip(&sums) {
+                *slot = sum.to_le_bytes();
+            }
+        }
+    });
+    out
 }
 
 /// Every `tile` × `tile` block of an n × n matrix plus its own transpose (see
 /// [`CheckSpec::TileSymmetrize`]); rows or columns past the last whole block are left zero.
 pub fn tile_symmetrize(input: &[f32], n: usize, tile: usize) -> Vec<f32> {
-    let mut out = vec![0f32; n * n];
-    if tile == 0 || input.len() < n * n {
+    let input: Vec<u8> = input.iter().flat_map(|v| v.to_le_bytes()).collect();
+    f32s(&tile_symmetrize_bytes(&input, n, tile)).collect()
+}
+
+/// [`tile_symmetrize`] from and to little-endian bytes.
+fn tile_symmetrize_bytes(input: &[u8], n: usize, tile: usize) -> Vec<u8> {
+    let mut out = vec![0u8; n * n * 4];
+    if tile == 0 || input.len() / 4 < n * n {
         return out;
     }
     let blocks = n / tile;
     // Each task writes one strip of `tile` whole rows.
-    for_each_chunk(&mut out, tile * n, |br, strip| {
+    for_each_chunk(&mut out, tile * n * 4, |br, strip| {
         if br >= blocks {
             return;
         }
@@ -271,10 +386,12 @@ pub fn tile_symmetrize(input: &[f32], n: usize, tile: usize) -> Vec<f32> {
         for bc in 0..blocks {
             let c0 = bc * tile;
             for r in 0..tile {
-                for c in 0..tile {
-                    let own = input[(r0 + r) * n + c0 + c];
-                    let mirrored = input[(r0 + c) * n + c0 + r];
-                    strip[r * n + c0 + c] = own + mirrored;
+                let from = 4 * ((r0 + r) * n + c0);
+                let own = input[from..from + 4 * tile].as_chunks::<4>().0;
+                let row = &mut strip[4 * (r * n + c0)..4 * (r * n + c0 + tile)];
+                for (c, (slot, own)) in row.as_chunks_mut::<4>().0.iter_mut().zip(own).enumerate() {
+                    let mirrored = f32_at(input, (r0 + c) * n + c0 + r);
+                    *slot = (f32::from_le_bytes(*own) + mirrored).to_le_bytes();
                 }
             }
         }
@@ -283,17 +400,23 @@ pub fn tile_symmetrize(input: &[f32], n: usize, tile: usize) -> Vec<f32> {
 }
 
 /// The shared-memory column-read microbenchmark's result (see [`CheckSpec::SharedColumnReads`]).
+/// Thread (x, y) of block b adds `tile[x][(y + r) mod 32]` for r below `reps`: that is `reps / 32`
+/// times row x's sum plus the first `reps mod 32` terms, exactly, in wrapping arithmetic; so each
+/// output costs 32 additions, not `reps` (1024 in the lab, over 2 M outputs).
 pub fn shared_column_reads(input: &[u32], blocks: usize, reps: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(blocks * 256 * 4);
-    for b in 0..blocks {
+    let mut out = vec![0u8; blocks * 256 * 4];
+    let (laps, rest) = ((reps / 32) as u32, reps % 32);
+    for_each_chunk(&mut out, 1024, |b, block| {
         let tile = |i: usize, j: usize| input.get(b * 1024 + 32 * i + j).copied().unwrap_or(0);
-        for y in 0..8 {
-            for x in 0..32 {
-                let sum = (0..reps).fold(0u32, |acc, r| acc.wrapping_add(tile(x, (y + r) % 32)));
-                out.extend_from_slice(&sum.to_le_bytes());
-            }
+        for (slot, bytes) in block.chunks_exact_mut(4).enumerate() {
+            let (y, x) = (slot / 32, slot % 32);
+            let row = (0..32).fold(0u32, |acc, j| acc.wrapping_add(tile(x, j)));
+            let sum = (0..rest).fold(row.wrapping_mul(laps), |acc, r| {
+                acc.wrapping_add(tile(x, (y + r) % 32))
+            });
+            bytes.copy_from_slice(&sum.to_le_bytes());
         }
-    }
+    });
     out
 }
 
@@ -352,13 +475,33 @@ pub fn fma_chains(x: f32, chains: usize, rounds: usize) -> f32 {
 /// (the lab's buffer sizes make that impossible for a well-formed lab).
 pub fn strided_gather(input: &[u8], count: usize, stride: usize, size: usize) -> Vec<u8> {
     let mut out = vec![0u8; count * size];
-    for (i, slot) in out.chunks_mut(size).enumerate() {
-        let from = i * stride * size;
-        if let Some(element) = input.get(from..from + size) {
+    for_each_chunk(&mut out, CHEAP_CHUNK * size, |index, chunk| {
+        let first = index * CHEAP_CHUNK;
+        match size {
+            4 => gather(chunk.as_chunks_mut::<4>().0, input, first, stride),
+            8 => gather(chunk.as_chunks_mut::<8>().0, input, first, stride),
+            _ => {
+                for (k, slot) in chunk.chunks_mut(size).enumerate() {
+                    let from = (first + k) * stride * size;
+                    if let Some(element) = input.get(from..from + size) {
+                        slot.copy_from_slice(element);
+                    }
+                }
+            }
+        }
+    });
+    out
+}
+
+/// [`strided_gather`] into `out`, whose first slot is element `first`; elements of a size known
+/// at compile time copy as one load and store rather than a `memcpy` call each.
+fn gather<const N: usize>(out: &mut [[u8; N]], input: &[u8], first: usize, stride: usize) {
+    for (k, slot) in out.iter_mut().enumerate() {
+        let from = (first + k) * stride * N;
+        if let Some(element) = input.get(from..from + N) {
             slot.copy_from_slice(element);
         }
     }
-    out
 }
 
 /// Transposes a row-major `rows × cols` matrix of `size`-byte elements, in cache-sized blocks
@@ -415,32 +558,82 @@ pub fn first_mismatch_within(
             count: 1,
         });
     }
-    let mut first = None;
-    let mut count = 0u64;
     let stride = stride.max(1);
-    let pairs = expected.chunks(size).zip(actual.chunks(size)).enumerate();
-    for (index, (e, a)) in pairs.step_by(stride) {
-        let agree = match (tolerance, elem) {
-            (Some(tolerance), ElemType::F32) if e.len() == 4 && a.len() == 4 => close(
-                f32::from_le_bytes([e[0], e[1], e[2], e[3]]),
-                f32::from_le_bytes([a[0], a[1], a[2], a[3]]),
-                tolerance,
-            ),
-            _ => e == a,
-        };
-        if !agree {
-            count += 1;
-            if first.is_none() {
-                first = Some((index, e, a));
+    let whole = expected.len() / size;
+    let tolerance = tolerance.filter(|_| elem == ElemType::F32);
+    // Each task compares about CHEAP_CHUNK elements of the sample, and says the first that
+    // differs in its range and how many do; a sampled check of a big buffer stays one task.
+    let mut parts = map_ranges(whole, CHEAP_CHUNK.saturating_mul(stride), |range| {
+        let start = range.start.next_multiple_of(stride).min(range.end);
+        let bytes = start * size..range.end * size;
+        let (e, a) = (&expected[bytes.clone()], &actual[bytes]);
+        match (tolerance, size) {
+            (Some(tolerance), 4) => tally(pairs::<4>(e, a), start, stride, |e, a| {
+                close(f32::from_le_bytes(*e), f32::from_le_bytes(*a), tolerance)
+            }),
+            // The usual outcome of a bit-for-bit check, all equal, in one memcmp.
+            (None, _) if stride == 1 && e == a => (None, 0),
+            (None, 4) => tally(pairs::<4>(e, a), start, stride, |e, a| e == a),
+            (None, 8) => tally(pairs::<8>(e, a), start, stride, |e, a| e == a),
+            _ => {
+                let pairs = e.chunks_exact(size).zip(a.chunks_exact(size));
+                tally(pairs, start, stride, |e, a| e == a)
             }
         }
+    });
+    // A last element cut short (the length not a multiple of the size) is compared bit for bit.
+    if !expected.len().is_multiple_of(size) && whole.is_multiple_of(stride) {
+        let agree = element(expected, whole, size) == element(actual, whole, size);
+        parts.push((Some(whole).filter(|_| !agree), u64::from(!agree)));
     }
-    first.map(|(index, e, a)| Mismatch {
+    let index = parts.iter().find_map(|&(first, _)| first)?;
+    Some(Mismatch {
         index: index as u64,
-        expected: elem.display(e),
-        actual: elem.display(a),
-        count,
+        expected: elem.display(element(expected, index, size)),
+        actual: elem.display(element(actual, index, size)),
+        count: parts.iter().map(|&(_, count)| count).sum(),
     })
+}
+
+/// Element `i` of `size`-byte elements, the last one short where the length is not a multiple of
+/// the size.
+fn element(bytes: &[u8], i: usize, size: usize) -> &[u8] {
+    &bytes[i * size..bytes.len().min((i + 1) * size)]
+}
+
+/// The whole `N`-byte elements of `expected` and `actual`, side by side: fixed-size arrays
+/// compare as integers, where slices of a run-time length call `memcmp` for each element.
+fn pairs<'a, const N: usize>(
+    expected: &'a [u8],
+    actual: &'a [u8],
+) -> impl Iterator<Item = (&'a [u8; N], &'a [u8; N])> + Clone {
+    expected
+        .as_chunks::<N>()
+        .0
+        .iter()
+        .zip(actual.as_chunks::<N>().0)
+}
+
+/// The index of the first of every `stride`-th pair (the first being element `start`) that
+/// does not `agree`, and how many do not.
+fn tally<T>(
+    pairs: impl Iterator<Item = (T, T)> + Clone,
+    start: usize,
+    stride: usize,
+    agree: impl Fn(T, T) -> bool + Copy,
+) -> (Option<usize>, u64) {
+    // Count first, then look for the first only where there is one: a loop with no early exit
+    // or index to keep runs several times faster.
+    let count = pairs
+        .clone()
+        .step_by(stride)
+        .map(|(e, a)| u64::from(!agree(e, a)))
+        .sum::<u64>();
+    if count == 0 {
+        return (None, 0);
+    }
+    let first = pairs.step_by(stride).position(|(e, a)| !agree(e, a));
+    (first.map(|k| start + k * stride), count)
 }
 
 #[cfg(test)]
@@ -542,6 +735,27 @@ mod tests {
 
     fn u32s_of(bytes: &[u8]) -> Vec<u32> {
         super::u32s(bytes).collect()
+    }
+
+    #[test]
+    fn shared_column_reads_agree_with_adding_every_rep() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let input: Vec<u32> = (0..3 * 1024).map(|_| rng.u32(..)).collect();
+        for reps in [0, 1, 31, 32, 33, 100, 1024] {
+            let naive: Vec<u32> = (0..3)
+                .flat_map(|b| (0..256).map(move |slot| (b, slot / 32, slot % 32)))
+                .map(|(b, y, x)| {
+                    (0..reps).fold(0u32, |acc, r| {
+                        acc.wrapping_add(input[b * 1024 + 32 * x + (y + r) % 32])
+                    })
+                })
+                .collect();
+            assert_eq!(
+                u32s_of(&shared_column_reads(&input, 3, reps)),
+                naive,
+                "reps = {reps}"
+            );
+        }
     }
 
     #[test]
@@ -737,5 +951,485 @@ mod tests {
         // A block's diagonal doubles.
         assert_eq!(out[0], 0.0);
         assert_eq!(out[5], 10.0);
+    }
+
+    /// The references as first written, one thread and through `Vec<f32>`s, that the parallel
+    /// ones must match bit for bit.
+    mod naive {
+        use super::super::{close, f32s};
+        use kernelbook_core::results::Mismatch;
+        use kernelbook_core::spec::ElemType;
+
+        pub fn floats(bytes: &[u8]) -> Vec<f32> {
+            f32s(bytes).collect()
+        }
+
+        pub fn bytes(values: impl Iterator<Item = f32>) -> Vec<u8> {
+            values.flat_map(f32::to_le_bytes).collect()
+        }
+
+        pub fn column_sums(input: &[f32], n: usize) -> Vec<u8> {
+            let strips = n / 32;
+            let mut out = vec![0f32; strips * n];
+            for t in 0..strips {
+                for c in 0..n {
+                    let mut sum = 0f32;
+                    for r in 0..32 {
+                        sum += input.get((32 * t + r) * n + c).copied().unwrap_or(0.0);
+                    }
+                    out[t * n + c] = sum;
+                }
+            }
+            bytes(out.into_iter())
+        }
+
+        pub fn tile_symmetrize(input: &[f32], n: usize, tile: usize) -> Vec<f32> {
+            let mut out = vec![0f32; n * n];
+            if tile == 0 || input.len() < n * n {
+                return out;
+            }
+            let blocks = n / tile;
+            for br in 0..blocks {
+                for bc in 0..blocks {
+                    let (r0, c0) = (br * tile, bc * tile);
+                    for r in 0..tile {
+                        for c in 0..tile {
+                            out[(r0 + r) * n + c0 + c] =
+                                input[(r0 + r) * n + c0 + c] + input[(r0 + c) * n + c0 + r];
+                        }
+                    }
+                }
+            }
+            out
+        }
+
+        pub fn strided_gather(input: &[u8], count: usize, stride: usize, size: usize) -> Vec<u8> {
+            let mut out = vec![0u8; count * size];
+            for (i, slot) in out.chunks_mut(size).enumerate() {
+                let from = i * stride * size;
+                if let Some(element) = input.get(from..from + size) {
+                    slot.copy_from_slice(element);
+                }
+            }
+            out
+        }
+
+        pub fn first_mismatch_within(
+            expected: &[u8],
+            actual: &[u8],
+            elem: ElemType,
+            tolerance: Option<(f64, f64)>,
+            stride: usize,
+        ) -> Option<Mismatch> {
+            let size = elem.size();
+            if expected.len() != actual.len() {
+                return Some(Mismatch {
+                    index: 0,
+                    expected: format!("{} bytes", expected.len()),
+                    actual: format!("{} bytes", actual.len()),
+                    count: 1,
+                });
+            }
+            let mut first = None;
+            let mut count = 0u64;
+            let pairs = expected.chunks(size).zip(actual.chunks(size)).enumerate();
+            for (index, (e, a)) in pairs.step_by(stride.max(1)) {
+                let agree = match (tolerance, elem) {
+                    (Some(tolerance), ElemType::F32) if e.len() == 4 && a.len() == 4 => close(
+                        f32::from_le_bytes([e[0], e[1], e[2], e[3]]),
+                        f32::from_le_bytes([a[0], a[1], a[2], a[3]]),
+                        tolerance,
+                    ),
+                    _ => e == a,
+                };
+                if !agree {
+                    count += 1;
+                    if first.is_none() {
+                        first = Some((index, e, a));
+                    }
+                }
+            }
+            first.map(|(index, e, a)| Mismatch {
+                index: index as u64,
+                expected: elem.display(e),
+                actual: elem.display(a),
+                count,
+            })
+        }
+    }
+
+    /// Random f32s in [-1, 1) with the values whose bits are easiest to get wrong sprinkled in.
+    fn awkward_floats(len: usize, seed: u64) -> Vec<u8> {
+        let mut out = initial_contents(
+            Fill::Random,
+            ElemType::F32,
+            len,
+            &mut fastrand::Rng::with_seed(seed),
+        );
+        let specials = [
+            -0.0,
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MIN_POSITIVE,
+        ];
+        for (k, v) in specials.iter().enumerate() {
+            let i = (k * 7919) % len.max(1);
+            if let Some(slot) = out.get_mut(4 * i..4 * i + 4) {
+                slot.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        out
+    }
+
+    fn reference(check: &CheckSpec, buffers: &[(&str, &[u8])]) -> Vec<u8> {
+        let input = |name: &str| buffers.iter().find(|(n, _)| *n == name).map(|(_, d)| *d);
+        expected_output(check, &input, ElemType::F32, &Params::new()).expect("reference")
+    }
+
+    #[test]
+    fn elementwise_references_match_one_thread_across_chunks() {
+        // Several tasks of each kind, a partial last one, and two stray bytes at the end.
+        let len = 3 * CHEAP_CHUNK + 1234;
+        let mut input = awkward_floats(len, 11);
+        input.extend_from_slice(&[7, 9]);
+        let floats = naive::floats(&input);
+
+        let copy = CheckSpec::Copy {
+            input: "in".into(),
+            output: "out".into(),
+        };
+        assert!(reference(&copy, &[("in", &input)]) == input);
+
+        let scale = CheckSpec::Scale {
+            input: "in".into(),
+            output: "out".into(),
+            factor: Expr::new("3"),
+        };
+        let want = naive::bytes(floats.iter().map(|x| 3.0 * x));
+        assert!(reference(&scale, &[("in", &input)]) == want);
+
+        // A bias shorter than a row: the columns past it add 0.0.
+        let bias = awkward_floats(4000, 12);
+        let bias_floats = naive::floats(&bias);
+        for rows in [37, 200] {
+            let cols = 5000;
+            let check = CheckSpec::BiasGeluDropout {
+                input: "in".into(),
+                bias: "bias".into(),
+                output: "out".into(),
+                rows: Expr::new(rows.to_string()),
+                cols: Expr::new(cols.to_string()),
+                threshold: Expr::new("2147483648"),
+                seed: Expr::new("9"),
+            };
+            let want = naive::bytes(floats.iter().take(rows * cols).enumerate().map(|(i, &x)| {
+                let b = bias_floats.get(i % cols).copied().unwrap_or(0.0);
+                bias_gelu_dropout(x, b, i as u32, 1 << 31, 9)
+            }));
+            let got = reference(&check, &[("in", &input), ("bias", &bias)]);
+            assert_eq!(got.len(), want.len(), "rows = {rows}");
+            assert!(got == want, "rows = {rows}");
+        }
+    }
+
+    #[test]
+    fn sampled_references_match_one_thread_and_leave_the_rest_zero() {
+        let input = awkward_floats(790_000, 13);
+        let floats = naive::floats(&input);
+        let none = Params::new();
+        // Strides 43 and 1 (a small count keeps every element), and a count past the input.
+        for count in [700_001usize, 5_000, 900_000] {
+            let check = CheckSpec::RegisterPressure {
+                input: "in".into(),
+                output: "out".into(),
+                count: Expr::new(count.to_string()),
+                iters: Expr::new("2"),
+            };
+            let stride = check.sample_stride(&none).expect("stride");
+            let want = naive::bytes(floats.iter().take(count).enumerate().map(|(i, &x)| {
+                if i % stride == 0 {
+                    register_pressure(x, 2)
+                } else {
+                    0.0
+                }
+            }));
+            assert!(
+                reference(&check, &[("in", &input)]) == want,
+                "count = {count}"
+            );
+
+            let check = CheckSpec::FmaChains {
+                input: "in".into(),
+                output: "out".into(),
+                count: Expr::new(count.to_string()),
+                chains: Expr::new("3"),
+                rounds: Expr::new("5"),
+            };
+            let stride = check.sample_stride(&none).expect("stride");
+            let want = naive::bytes(floats.iter().take(count).enumerate().map(|(i, &x)| {
+                if i % stride == 0 {
+                    fma_chains(x, 3, 5)
+                } else {
+                    0.0
+                }
+            }));
+            assert!(
+                reference(&check, &[("in", &input)]) == want,
+                "count = {count}"
+            );
+        }
+    }
+
+    #[test]
+    fn column_sums_match_one_thread_in_row_order() {
+        // 65 strips, 3 to a task; then 8 rows past the last strip; then a short input.
+        for (n, missing) in [(2100usize, 0usize), (40, 0), (2100, 70_001)] {
+            let mut input = awkward_floats(n * n - missing, 14);
+            input.push(1);
+            let floats = naive::floats(&input);
+            let check = CheckSpec::ColumnSums {
+                input: "in".into(),
+                output: "out".into(),
+                n: Expr::new(n.to_string()),
+            };
+            let want = naive::column_sums(&floats, n);
+            assert!(reference(&check, &[("in", &input)]) == want, "n = {n}");
+            assert!(column_sums(&floats, n) == want, "n = {n}");
+        }
+    }
+
+    #[test]
+    fn tile_symmetrize_matches_one_thread_for_whole_and_partial_blocks() {
+        let n = 1000;
+        let input = awkward_floats(n * n, 15);
+        let floats = naive::floats(&input);
+        // 20 blocks and 40 rows and columns left zero; one block; no tile; a short input.
+        for (tile, len) in [(48, n * n), (1000, n * n), (0, n * n), (48, n * n - 1)] {
+            let check = CheckSpec::TileSymmetrize {
+                input: "in".into(),
+                output: "out".into(),
+                n: Expr::new(n.to_string()),
+                tile: Expr::new(tile.to_string()),
+            };
+            let want = naive::tile_symmetrize(&floats[..len], n, tile);
+            let got = reference(&check, &[("in", &input[..4 * len])]);
+            assert!(got == naive::bytes(want.iter().copied()), "tile = {tile}");
+            let got = tile_symmetrize(&floats[..len], n, tile);
+            assert!(naive::bytes(got.into_iter()) == naive::bytes(want.into_iter()));
+        }
+    }
+
+    #[test]
+    fn strided_gather_matches_one_thread_past_the_input_end() {
+        let input = awkward_floats(1_000_000, 16);
+        for (count, stride, size) in [(2 * CHEAP_CHUNK + 77, 3, 4), (CHEAP_CHUNK + 5, 2, 8)] {
+            assert!(
+                strided_gather(&input, count, stride, size)
+                    == naive::strided_gather(&input, count, stride, size),
+                "count = {count}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_parallel_compare_finds_the_first_mismatch_and_counts_them_all() {
+        let len = 3 * CHEAP_CHUNK + 5;
+        let expected = awkward_floats(len, 17);
+        let put = |buf: &mut Vec<u8>, i: usize, v: f32| {
+            buf[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        };
+        // Mismatches on both sides of task boundaries and last; of them only 3 * CHEAP_CHUNK,
+        // the first element of a stride-3 check's second task, is a multiple of 3.
+        let mut actual = expected.clone();
+        let wrong = [
+            CHEAP_CHUNK + 7,
+            2 * CHEAP_CHUNK - 1,
+            2 * CHEAP_CHUNK,
+            3 * CHEAP_CHUNK,
+            len - 1,
+        ];
+        for &i in &wrong {
+            put(&mut actual, i, 42.0);
+        }
+        let found = |actual: &[u8], tolerance, stride| {
+            first_mismatch_within(&expected, actual, ElemType::F32, tolerance, stride)
+                .map(|m| (m.index, m.expected, m.actual, m.count))
+        };
+        let at = |i: usize| format!("{:?}", f32_at(&expected, i));
+        let first = wrong[0] as u64;
+        assert_eq!(
+            found(&actual, None, 1),
+            Some((first, at(wrong[0]), "42.0".into(), 5))
+        );
+        let third = wrong[3] as u64;
+        assert_eq!(
+            found(&actual, None, 3),
+            Some((third, at(wrong[3]), "42.0".into(), 1))
+        );
+        assert_eq!(found(&expected, None, 1), None);
+        // Under a tolerance the NaN (element 7919) and the two infinities never agree, even
+        // with themselves.
+        let tolerance = Some((1e-5, 1e-6));
+        assert_eq!(
+            found(&expected, tolerance, 1).map(|m| (m.0, m.3)),
+            Some((7919, 3))
+        );
+
+        // Near misses a tolerance accepts, and one it does not.
+        let mut near = expected.clone();
+        for i in (0..len).step_by(1001) {
+            let v = f32_at(&expected, i);
+            put(&mut near, i, v * (1.0 + 4e-6));
+        }
+        put(&mut near, 2 * CHEAP_CHUNK + 3, 1e3);
+
+        // A partial last element, for bit-for-bit and tolerant checks alike.
+        let mut short_expected = expected.clone();
+        short_expected.extend_from_slice(&[1, 2]);
+        let mut short_actual = short_expected.clone();
+        let last = short_actual.len() - 1;
+        short_actual[last] = 3;
+
+        let poison = vec![POISON_BYTE; expected.len()];
+        let cases: [(&[u8], &[u8]); 6] = [
+            (&expected, &expected),
+            (&expected, &actual),
+            (&expected, &near),
+            (&short_expected, &short_actual),
+            (&expected, &expected[4..]),
+            (&expected, &poison),
+        ];
+        let kinds = [
+            (ElemType::F32, None),
+            (ElemType::F32, tolerance),
+            (ElemType::U64, None),
+            (ElemType::U64, tolerance),
+        ];
+        for (k, (e, a)) in cases.iter().enumerate() {
+            for (elem, tolerance) in kinds {
+                for stride in [0, 1, 3, CHEAP_CHUNK + 1] {
+                    assert_eq!(
+                        first_mismatch_within(e, a, elem, tolerance, stride),
+                        naive::first_mismatch_within(e, a, elem, tolerance, stride),
+                        "case {k}, {elem:?}, {tolerance:?}, stride {stride}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Wall-clock timings of the big references and comparisons; not a correctness test.
+    /// `cargo test -p kernelbook-runner --release -- --ignored --nocapture time_`
+    #[test]
+    #[ignore = "a timing run of GiB-sized references; run it by hand in release"]
+    fn time_large_references_and_compares() {
+        use std::time::Instant;
+        let random = |len: usize, seed: u64| {
+            initial_contents(
+                Fill::Random,
+                ElemType::F32,
+                len,
+                &mut fastrand::Rng::with_seed(seed),
+            )
+        };
+        let none = Params::new();
+        let time = |label: &str, check: &CheckSpec, data: &[(&str, &[u8])]| -> Vec<u8> {
+            let input = |name: &str| data.iter().find(|(n, _)| *n == name).map(|(_, d)| *d);
+            let started = Instant::now();
+            let out = expected_output(check, &input, ElemType::F32, &none).expect("reference");
+            eprintln!("{label:<40} {:>8.3} s", started.elapsed().as_secs_f64());
+            out
+        };
+        let n = 13440;
+        let big = random(n * n, 1);
+        time(
+            "tile_symmetrize 13440^2 (722 MB)",
+            &CheckSpec::TileSymmetrize {
+                input: "in".into(),
+                output: "out".into(),
+                n: Expr::new(n.to_string()),
+                tile: Expr::new("64"),
+            },
+            &[("in", &big)],
+        );
+        drop(big);
+        let m = 8192 * 8192;
+        let input = random(m, 2);
+        let bias = random(8192, 3);
+        let gelu = time(
+            "bias_gelu_dropout 8192^2 (64M)",
+            &CheckSpec::BiasGeluDropout {
+                input: "in".into(),
+                bias: "bias".into(),
+                output: "out".into(),
+                rows: Expr::new("8192"),
+                cols: Expr::new("8192"),
+                threshold: Expr::new("429496730"),
+                seed: Expr::new("1234"),
+            },
+            &[("in", &input), ("bias", &bias)],
+        );
+        time(
+            "scale 64M",
+            &CheckSpec::Scale {
+                input: "in".into(),
+                output: "out".into(),
+                factor: Expr::new("3"),
+            },
+            &[("in", &input)],
+        );
+        time(
+            "copy 64M (256 MiB)",
+            &CheckSpec::Copy {
+                input: "in".into(),
+                output: "out".into(),
+            },
+            &[("in", &input)],
+        );
+        time(
+            "column_sums 8192^2",
+            &CheckSpec::ColumnSums {
+                input: "in".into(),
+                output: "out".into(),
+                n: Expr::new("8192"),
+            },
+            &[("in", &input)],
+        );
+        time(
+            "register_pressure 4M, 64 iters",
+            &CheckSpec::RegisterPressure {
+                input: "in".into(),
+                output: "out".into(),
+                count: Expr::new("4194304"),
+                iters: Expr::new("64"),
+            },
+            &[("in", &input)],
+        );
+        time(
+            "fma_chains 4M, 8 chains, 2048 rounds",
+            &CheckSpec::FmaChains {
+                input: "in".into(),
+                output: "out".into(),
+                count: Expr::new("4194304"),
+                chains: Expr::new("8"),
+                rounds: Expr::new("2048"),
+            },
+            &[("in", &input)],
+        );
+        let compare = |label: &str, actual: &[u8], tolerance: Option<(f64, f64)>| {
+            let started = Instant::now();
+            let m = first_mismatch_within(&gelu, actual, ElemType::F32, tolerance, 1);
+            eprintln!(
+                "{label:<40} {:>8.3} s  ({:?} mismatches)",
+                started.elapsed().as_secs_f64(),
+                m.map(|m| m.count)
+            );
+        };
+        let same = gelu.clone();
+        compare("compare 64M, equal, bit for bit", &same, None);
+        compare("compare 64M, equal, tolerance", &same, Some((1e-5, 1e-6)));
+        let poison = vec![POISON_BYTE; gelu.len()];
+        compare("compare 64M, all poison, bit for bit", &poison, None);
     }
 }

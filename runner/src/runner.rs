@@ -5,7 +5,9 @@ use crate::backend::cuda::Nvrtc;
 use crate::backend::{self, BackendChoice};
 use crate::backend::{Compiler, Device};
 use crate::exercise::{CheckPlan, Verdict};
+use crate::isolate::{Isolation, MeasuringProcess};
 use crate::measure::{self, MeasureError, MeasureOptions, Progress};
+use crate::peers::PythonPeers;
 use crate::store::{self, Cache, Recorded, Toolchain};
 use kernelbook_core::KernelSource;
 use kernelbook_core::results::LabResults;
@@ -93,6 +95,10 @@ pub struct Runner {
     gpu: Mutex<Option<Result<Gpu, String>>>,
     notify: Notify,
     told_unavailable: AtomicBool,
+    /// The build's Python process, for the PyTorch and Triton peers.
+    peers: PythonPeers,
+    /// The process that measures lab after lab, when measuring is isolated.
+    measuring: Option<MeasuringProcess>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -108,10 +114,12 @@ impl Runner {
         Runner {
             cache: Cache::new(&config.cache_dir),
             recorded: Recorded::new(&config.recorded_dir),
-            config,
+            measuring: config.isolation.as_deref().map(MeasuringProcess::new),
             gpu: Mutex::new(None),
             notify: Box::new(|message| eprintln!("kernelbook: {message}")),
             told_unavailable: AtomicBool::new(false),
+            peers: PythonPeers::new(),
+            config,
         }
     }
 
@@ -132,6 +140,51 @@ impl Runner {
     /// The device, driver and compiler live results would come from, or why there are none.
     pub fn toolchain(&self) -> Result<Toolchain, String> {
         self.with_gpu(|gpu| Ok(gpu.toolchain.clone()))
+    }
+
+    /// Gets ready for a build of `labs`: when one of them will be measured now (it is not
+    /// cached) and runs a variant in Python, the Python process starts at once, so that its
+    /// imports (seconds, for `import torch`) overlap the measurements before it. Does nothing
+    /// without a GPU.
+    pub fn prepare(&self, labs: &[(&LabSpec, &BTreeMap<String, KernelSource>)]) {
+        if !self.measures_in_children() {
+            return;
+        }
+        let Ok(toolchain) = self.toolchain() else {
+            return;
+        };
+        if labs
+            .iter()
+            .any(|(lab, kernels)| lab.runs_python() && !self.is_cached(lab, kernels, &toolchain))
+        {
+            self.peers.start();
+        }
+    }
+
+    /// [`prepare`](Self::prepare) for [`refresh`](Self::refresh)ing `labs`, which measures
+    /// whatever the cache holds.
+    pub fn prepare_refresh(&self, labs: &[&LabSpec]) {
+        if self.measures_in_children()
+            && labs.iter().any(|lab| lab.runs_python())
+            && self.toolchain().is_ok()
+        {
+            self.peers.start();
+        }
+    }
+
+    /// Whether measurements go to child processes (and Python peers to `self.peers`).
+    fn measures_in_children(&self) -> bool {
+        self.config.mode == Mode::Auto && self.config.isolation.is_some()
+    }
+
+    fn is_cached(
+        &self,
+        lab: &LabSpec,
+        kernels: &BTreeMap<String, KernelSource>,
+        toolchain: &Toolchain,
+    ) -> bool {
+        let key = store::cache_key(lab, kernels, toolchain, &self.config.options.rule);
+        matches!(self.cache.get(&lab.name, &key), Ok(Some(_)))
     }
 
     /// Results for the book: cached, measured now, or recorded, in that order of preference.
@@ -208,7 +261,7 @@ impl Runner {
         kernels: &BTreeMap<String, KernelSource>,
         progress: &mut dyn Progress,
     ) -> Result<LabResults, RunError> {
-        if let Some(exe) = &self.config.isolation {
+        if let (Some(exe), Some(process)) = (&self.config.isolation, &self.measuring) {
             // The parent only needs to know that a GPU is there; the child opens it.
             self.toolchain().map_err(RunError::Unavailable)?;
             progress.stage(&format!(
@@ -218,9 +271,13 @@ impl Runner {
             let backend = self
                 .with_gpu(|gpu| Ok(gpu.backend))
                 .map_err(RunError::Unavailable)?;
-            let mut results = crate::isolate::measure_isolated(
-                exe,
+            let isolation = Isolation {
+                process,
                 backend,
+                peers: &self.peers,
+            };
+            let mut results = crate::isolate::measure_isolated(
+                isolation,
                 lab,
                 kernels,
                 &self.config.options,
@@ -248,8 +305,8 @@ impl Runner {
             only: Some(plan.variants()),
             ..self.config.options.clone()
         };
-        let results = match &self.config.isolation {
-            Some(exe) => {
+        let results = match &self.measuring {
+            Some(process) => {
                 let backend = self
                     .with_gpu(|gpu| Ok(gpu.backend))
                     .map_err(RunError::Unavailable)?;
@@ -257,7 +314,12 @@ impl Runner {
                     "exercise `{}`: measuring in a separate process",
                     plan.lab.name
                 ));
-                crate::isolate::measure_check_isolated(exe, backend, plan, &options, progress)?
+                let isolation = Isolation {
+                    process,
+                    backend,
+                    peers: &self.peers,
+                };
+                crate::isolate::measure_check_isolated(isolation, plan, &options, progress)?
             }
             None => self.measure_in_process(&plan.lab, &plan.kernels, &options, progress)?,
         };

@@ -146,7 +146,8 @@ pub fn cache_key(
         device_arch: &toolchain.device.arch,
         driver_version: &toolchain.driver_version,
         compiler_version: &toolchain.compiler_version,
-        rule,
+        // The lab's `[timing]` overrides are part of the rule it is measured under.
+        rule: &lab.stopping_rule(rule),
     };
     let json = serde_json::to_vec(&material).unwrap_or_default();
     Sha256::digest(&json)
@@ -403,6 +404,21 @@ args = ["dst", "src", "n"]
         );
         let flags = LAB.replace("bytes = ", "compile_flags = [\"-DX=1\"]\nbytes = ");
         assert_ne!(base, key(&flags, "a", &toolchain()), "compile flags");
+        let rule = StoppingRule::default();
+        let lab_with_timing = |timing: &str| {
+            let text = LAB.replace("[params]", &format!("[timing]\n{timing}\n\n[params]"));
+            cache_key(&lab(&text), &kernels("a"), &toolchain(), &rule)
+        };
+        assert_ne!(
+            base,
+            lab_with_timing("max_wall_s = 3"),
+            "the lab's own stopping rule"
+        );
+        assert_eq!(
+            base,
+            lab_with_timing("max_wall_s = 10"),
+            "a [timing] table that repeats the defaults changes nothing"
+        );
         let mut other = toolchain();
         other.device.uuid = "GPU-2".into();
         assert_ne!(base, key(LAB, "a", &other), "device");

@@ -6,6 +6,7 @@ use crate::project::{Context, Project};
 use anyhow::bail;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::Outcome;
+use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::{LabOutcome, Mode};
 use mdbook_kernelbook::render::lab_view;
 use std::process::ExitCode;
@@ -23,17 +24,24 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.labs
     };
+    let mut labs = names
+        .iter()
+        .map(|name| project.lab(name, &Params::new()))
+        .collect::<Result<Vec<_>, _>>()?;
+    // Labs with a Python peer go last: the Python process imports torch while the rest measure.
+    labs.sort_by_key(LabSpec::runs_python);
     let runner = project.runner(Mode::Auto);
+    runner.prepare_refresh(&labs.iter().collect::<Vec<_>>());
     let mut failed = Vec::new();
-    for name in &names {
-        let lab = project.lab(name, &Params::new())?;
-        let kernels = project.kernels_for(&lab);
+    for lab in &labs {
+        let name = &lab.name;
+        let kernels = project.kernels_for(lab);
         let mut spinner = Spinner::new();
-        let measured = runner.refresh(&lab, &kernels, &mut spinner);
+        let measured = runner.refresh(lab, &kernels, &mut spinner);
         spinner.finish();
         let results = measured?;
         crate::table::print(&lab_view(
-            &lab,
+            lab,
             &LabOutcome::Measured {
                 results: results.clone(),
                 cached: false,

@@ -1046,6 +1046,25 @@ impl Device for CudaDevice {
             .synchronize()
             .map_err(|e| driver_error("synchronize", e))
     }
+
+    fn start_loading_transpose_library(&self) {
+        if self.cublas.is_none() {
+            // SAFETY: only opens the shared library (cuBLAS and cuBLASLt, hundreds of MB) once,
+            // behind a lock; no cuBLAS function is called.
+            std::thread::spawn(|| unsafe { cublas_sys::is_culib_present() });
+        }
+    }
+
+    fn release_lab(&mut self) -> Result<(), DeviceError> {
+        self.synchronize()?;
+        // Dropping them frees the memory and unloads the modules. The flush buffer and cuBLAS
+        // stay: every lab uses the one, and loading the other is slow.
+        self.buffers.clear();
+        self.kernels.clear();
+        self.pinned = None;
+        self.pageable = Vec::new();
+        Ok(())
+    }
 }
 
 /// NVRTC, the runtime compiler: CUDA C++ source to a CUBIN. Needs no GPU.

@@ -178,6 +178,13 @@ impl Device for FakeDevice {
         self.flushes += 1;
         Ok(())
     }
+    fn release_lab(&mut self) -> Result<(), DeviceError> {
+        self.buffers.clear();
+        self.kernels.clear();
+        self.host.clear();
+        Ok(())
+    }
+
     fn synchronize(&mut self) -> Result<(), DeviceError> {
         Ok(())
     }

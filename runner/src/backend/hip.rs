@@ -1330,6 +1330,24 @@ fn check_shape(shape: &LaunchShape) -> Result<(), DeviceError> {
     Ok(())
 }
 
+impl HipDevice {
+    /// Frees the buffers and unloads the modules; the caller has synchronized the stream.
+    fn free_lab_resources(&mut self) {
+        let rt = self.rt;
+        for buffer in self.buffers.drain(..) {
+            // SAFETY: each pointer came from `hipMalloc`, is freed exactly once (drained), and
+            // no queued work uses it any more (the caller synchronized).
+            let _ = unsafe { (rt.free)(buffer.ptr) };
+        }
+        for kernel in self.kernels.drain(..) {
+            // SAFETY: the module came from `hipModuleLoadData`, is unloaded exactly once, and
+            // no queued work uses its functions any more.
+            let _ = unsafe { (rt.module_unload)(kernel.module) };
+        }
+        self.pageable = Vec::new();
+    }
+}
+
 impl Drop for HipDevice {
     /// Waits for queued work, then releases buffers, modules, events and the stream.
     fn drop(&mut self) {
@@ -1339,15 +1357,11 @@ impl Drop for HipDevice {
             // SAFETY: the stream is live (created in `open`, destroyed only below).
             let _ = unsafe { (rt.stream_synchronize)(self.stream) };
         }
-        for buffer in self.buffers.drain(..).chain(self.scratch.take()) {
-            // SAFETY: each pointer came from `hipMalloc`, is freed exactly once (drained), and
-            // no queued work uses it any more (synchronized above).
+        self.free_lab_resources();
+        if let Some(buffer) = self.scratch.take() {
+            // SAFETY: the pointer came from `hipMalloc`, is freed exactly once (taken), and no
+            // queued work uses it any more (synchronized above).
             let _ = unsafe { (rt.free)(buffer.ptr) };
-        }
-        for kernel in self.kernels.drain(..) {
-            // SAFETY: the module came from `hipModuleLoadData`, is unloaded exactly once, and
-            // no queued work uses its functions any more.
-            let _ = unsafe { (rt.module_unload)(kernel.module) };
         }
         for event in [self.start, self.end] {
             if !event.is_null() {
@@ -1671,6 +1685,12 @@ impl Device for HipDevice {
 
     fn synchronize(&mut self) -> Result<(), DeviceError> {
         self.stream_synchronize("synchronize")
+    }
+
+    fn release_lab(&mut self) -> Result<(), DeviceError> {
+        self.stream_synchronize("release")?;
+        self.free_lab_resources();
+        Ok(())
     }
 }
 

@@ -121,6 +121,10 @@ pub trait Device {
     /// The vendor library behind [`Op::Transpose`] (e.g. "cuBLAS 13.0 geam"), or why there is
     /// none on this machine.
     fn transpose_library(&mut self) -> Result<String, String>;
+    /// Starts loading the library behind [`Op::Transpose`] on another thread, if it is one
+    /// to load, so that a lab's first library transpose does not wait for it. Touches files
+    /// only, not the GPU.
+    fn start_loading_transpose_library(&self) {}
     /// Queues `op`.
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError>;
     /// Runs `op` between two device events and returns the time between them in milliseconds.
@@ -132,6 +136,11 @@ pub trait Device {
     fn stage_host(&mut self, pinned: bool, data: &[u8]) -> Result<(), DeviceError>;
     /// Reads the first `out.len()` bytes of the host staging buffer of that kind.
     fn read_host(&mut self, pinned: bool, out: &mut [u8]) -> Result<(), DeviceError>;
+    /// Waits for queued work, then frees every buffer, kernel and host staging buffer made
+    /// since the device was opened (or since the last call): a measuring process measures lab
+    /// after lab. Ids handed out before are invalid afterwards. An error means the device is
+    /// unusable (a fault earlier poisoned its context).
+    fn release_lab(&mut self) -> Result<(), DeviceError>;
     /// The SM and memory clocks now, where the driver reports them.
     fn clocks(&self) -> Option<kernelbook_core::results::Clocks> {
         None
