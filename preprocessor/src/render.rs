@@ -217,6 +217,35 @@ fn profile_view(lab: &LabSpec, results: &LabResults) -> Option<ProfileView> {
 }
 
 impl LabView {
+    /// A section with no table, only `why` (`origin` is its CSS class and its label).
+    fn without_results(name: &str, title: &str, origin: (&str, &str), why: String) -> LabView {
+        LabView {
+            lab: name.to_string(),
+            title: title.to_string(),
+            origin_class: origin.0.into(),
+            origin: origin.1.into(),
+            ceiling_label: String::new(),
+            rows: Vec::new(),
+            has_launch_stats: false,
+            launch_rows: Vec::new(),
+            provenance: None,
+            notes: Vec::new(),
+            problems: Vec::new(),
+            plot: None,
+            show_bandwidth: false,
+            rate_header: None,
+            counter_header: None,
+            counter_ns_header: None,
+            data_columns: 0,
+            ratios: Vec::new(),
+            ridge: None,
+            profile: None,
+            levels: Vec::new(),
+            levels_header: String::new(),
+            missing: Some(why),
+        }
+    }
+
     /// What `--strict` fails the build on: every variant that did not give a verified result,
     /// every compiler message, and missing results (a planned lab is not a failure).
     pub fn failures(&self) -> Vec<String> {
@@ -244,30 +273,11 @@ impl LabView {
 
 /// The view of a lab whose kernels are not written yet: it says so, and shows no numbers.
 pub fn planned_view(lab: &PlannedLab) -> LabView {
-    LabView {
-        lab: lab.name.clone(),
-        title: lab.title.clone(),
-        origin_class: "planned".into(),
-        origin: "Planned".into(),
-        ceiling_label: String::new(),
-        rows: Vec::new(),
-        has_launch_stats: false,
-        launch_rows: Vec::new(),
-        provenance: None,
-        notes: Vec::new(),
-        problems: Vec::new(),
-        plot: None,
-        show_bandwidth: false,
-        rate_header: None,
-        counter_header: None,
-        counter_ns_header: None,
-        data_columns: 0,
-        ratios: Vec::new(),
-        ridge: None,
-        profile: None,
-        levels: Vec::new(),
-        levels_header: String::new(),
-        missing: Some(format!(
+    LabView::without_results(
+        &lab.name,
+        &lab.title,
+        ("planned", "Planned"),
+        format!(
             "{} is described on this page, but its kernels are not in the book yet, so there is nothing to measure; \
              its table appears here once they are{}",
             lab.title,
@@ -276,8 +286,8 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
             } else {
                 format!(". It will measure: {}", lab.summary)
             }
-        )),
-    }
+        ),
+    )
 }
 
 /// Builds the view of `lab` from where its results came from.
@@ -317,31 +327,12 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
             (results, "recorded", "Recorded", notes)
         }
         LabOutcome::Missing { why } => {
-            return LabView {
-                lab: lab.name.clone(),
-                title: lab.title.clone(),
-                origin_class: "missing".into(),
-                origin: "No results".into(),
-                ceiling_label: String::new(),
-                rows: Vec::new(),
-                has_launch_stats: false,
-                launch_rows: Vec::new(),
-                provenance: None,
-                notes: Vec::new(),
-                problems: Vec::new(),
-                plot: None,
-                show_bandwidth: false,
-                rate_header: None,
-                counter_header: None,
-                counter_ns_header: None,
-                data_columns: 0,
-                ratios: Vec::new(),
-                ridge: None,
-                profile: None,
-                levels: Vec::new(),
-                levels_header: String::new(),
-                missing: Some(why.clone()),
-            };
+            return LabView::without_results(
+                &lab.name,
+                &lab.title,
+                ("missing", "No results"),
+                why.clone(),
+            );
         }
     };
     if results.params != lab.params {

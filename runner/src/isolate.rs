@@ -21,7 +21,7 @@ use crate::stderr_tail::StderrTail;
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::{
-    Clocks, FORMAT_VERSION, FailureStage, LabResults, Outcome, Provenance, VariantResult,
+    Clocks, FailureStage, LabResults, Outcome, Provenance, VariantResult,
 };
 use kernelbook_core::spec::{Builtin, LabSpec};
 use serde::{Deserialize, Serialize};
@@ -485,7 +485,7 @@ fn measure_children(
         }
     }
 
-    let mut provenance =
+    let provenance =
         provenance.ok_or_else(|| lab_error("no measuring process reported its device".into()))?;
     // The GPU is free now: no child is measuring.
     let options = &MeasureOptions {
@@ -514,17 +514,8 @@ fn measure_children(
         progress.finished(&result);
         done.insert(name.clone(), result);
     }
-    provenance.measured_at = measure::now_rfc3339();
-    provenance.wall_seconds = started.elapsed().as_secs_f64();
-    Ok(LabResults {
-        format_version: FORMAT_VERSION,
-        lab: lab.name.clone(),
-        params: lab.params.clone(),
-        provenance,
-        ceiling: lab.ceiling.clone(),
-        variants: wanted.iter().filter_map(|name| done.remove(name)).collect(),
-        profile: None,
-    })
+    let variants = wanted.iter().filter_map(|name| done.remove(name)).collect();
+    Ok(measure::lab_results(lab, provenance, started, variants))
 }
 
 enum ChildEnd {

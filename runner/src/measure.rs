@@ -354,11 +354,11 @@ fn measure_variants(
                             let pinned = builtin == Builtin::HostToDevicePinned;
                             stage =
                                 Some((pinned, check.inputs().first().and_then(|n| host_copy(n))));
-                            Ok(Prepared::HostToDevice {
+                            Ok(Prepared::Builtin(Op::HostToDevice {
                                 dst: *dst,
                                 bytes,
                                 pinned,
-                            })
+                            }))
                         }
                         Builtin::DeviceToHostPageable | Builtin::DeviceToHostPinned => {
                             let pinned = builtin == Builtin::DeviceToHostPinned;
@@ -366,17 +366,17 @@ fn measure_variants(
                             // copy into it; the check reads it back.
                             stage = Some((pinned, None));
                             readback = Readback::Host { pinned };
-                            Ok(Prepared::DeviceToHost {
+                            Ok(Prepared::Builtin(Op::DeviceToHost {
                                 src: *src,
                                 bytes,
                                 pinned,
-                            })
+                            }))
                         }
-                        _ => Ok(Prepared::Copy {
+                        _ => Ok(Prepared::Builtin(Op::Copy {
                             dst: *dst,
                             src: *src,
                             bytes,
-                        }),
+                        })),
                     }
                 }
                 _ => Err((
@@ -390,12 +390,12 @@ fn measure_variants(
                         match device.transpose_library() {
                             Ok(name) => {
                                 result.implementation = Some(name);
-                                Ok(Prepared::Transpose {
+                                Ok(Prepared::Builtin(Op::Transpose {
                                     dst: *dst,
                                     src: *src,
                                     rows,
                                     cols,
-                                })
+                                }))
                             }
                             Err(reason) => {
                                 result.outcome = Outcome::Unavailable { reason };
@@ -476,10 +476,21 @@ fn measure_variants(
         }
     }
 
+    provenance.clocks = device.clocks();
+    Ok(lab_results(lab, provenance, started, variants))
+}
+
+/// A lab's results once every variant is in, stamped with when the lab ended and how long it
+/// took since `started`.
+pub(crate) fn lab_results(
+    lab: &LabSpec,
+    mut provenance: Provenance,
+    started: Instant,
+    variants: Vec<VariantResult>,
+) -> LabResults {
     provenance.measured_at = now_rfc3339();
     provenance.wall_seconds = started.elapsed().as_secs_f64();
-    provenance.clocks = device.clocks();
-    Ok(LabResults {
+    LabResults {
         format_version: FORMAT_VERSION,
         lab: lab.name.clone(),
         params: lab.params.clone(),
@@ -487,10 +498,10 @@ fn measure_variants(
         ceiling: lab.ceiling.clone(),
         variants,
         profile: None,
-    })
+    }
 }
 
-pub(crate) fn now_rfc3339() -> String {
+fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
@@ -858,53 +869,18 @@ struct Compiled {
     options: Vec<String>,
 }
 
+/// What a variant runs: a kernel of the book with its arguments, or one of the runner's own
+/// operations (which borrow nothing).
 enum Prepared {
     Kernel(PreparedLaunch),
-    Copy {
-        dst: BufferId,
-        src: BufferId,
-        bytes: usize,
-    },
-    Transpose {
-        dst: BufferId,
-        src: BufferId,
-        rows: usize,
-        cols: usize,
-    },
-    HostToDevice {
-        dst: BufferId,
-        bytes: usize,
-        pinned: bool,
-    },
-    DeviceToHost {
-        src: BufferId,
-        bytes: usize,
-        pinned: bool,
-    },
+    Builtin(Op<'static>),
 }
 
 impl Prepared {
     fn op(&self) -> Op<'_> {
-        match *self {
-            Prepared::Kernel(ref launch) => launch.op(),
-            Prepared::Copy { dst, src, bytes } => Op::Copy { dst, src, bytes },
-            Prepared::Transpose {
-                dst,
-                src,
-                rows,
-                cols,
-            } => Op::Transpose {
-                dst,
-                src,
-                rows,
-                cols,
-            },
-            Prepared::HostToDevice { dst, bytes, pinned } => {
-                Op::HostToDevice { dst, bytes, pinned }
-            }
-            Prepared::DeviceToHost { src, bytes, pinned } => {
-                Op::DeviceToHost { src, bytes, pinned }
-            }
+        match self {
+            Prepared::Kernel(launch) => launch.op(),
+            Prepared::Builtin(op) => *op,
         }
     }
 }
