@@ -80,20 +80,64 @@ pub struct LoadedKernel {
     pub shared_bytes: u32,
 }
 
-/// An error from the device, naming the operation that failed.
+/// What kind of failure a [`DeviceError`] is, which decides what the caller may do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeviceErrorKind {
+    /// The device's context is unusable until the process ends (an illegal address, a trap, a
+    /// kernel that timed out): the measuring process must be replaced.
+    Sticky,
+    /// The request was wrong (an argument list that does not match the kernel, a launch over a
+    /// limit, an unknown handle); the device is as usable as before.
+    Invalid,
+    /// Not enough device or host memory for the request; the device is still usable.
+    OutOfMemory,
+    /// A library or feature this device or machine lacks (no cuBLAS, say).
+    Unavailable,
+    /// Anything else the driver reported; the device may still be usable.
+    Other,
+}
+
+/// An error from the device, naming the operation that failed and the kind of failure.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{operation}: {message}")]
 pub struct DeviceError {
     pub operation: &'static str,
+    pub kind: DeviceErrorKind,
     pub message: String,
 }
 
 impl DeviceError {
+    /// An error of kind [`DeviceErrorKind::Other`].
     pub fn new(operation: &'static str, message: impl Into<String>) -> Self {
+        DeviceError::of_kind(DeviceErrorKind::Other, operation, message)
+    }
+
+    pub fn of_kind(
+        kind: DeviceErrorKind,
+        operation: &'static str,
+        message: impl Into<String>,
+    ) -> Self {
         DeviceError {
             operation,
+            kind,
             message: message.into(),
         }
+    }
+
+    /// A request the device refused without harm (see [`DeviceErrorKind::Invalid`]).
+    pub fn invalid(operation: &'static str, message: impl Into<String>) -> Self {
+        DeviceError::of_kind(DeviceErrorKind::Invalid, operation, message)
+    }
+
+    /// A fault that leaves the context unusable (see [`DeviceErrorKind::Sticky`]).
+    pub fn sticky(operation: &'static str, message: impl Into<String>) -> Self {
+        DeviceError::of_kind(DeviceErrorKind::Sticky, operation, message)
+    }
+
+    /// Whether the device must be given up (its process replaced) after this error.
+    pub fn is_sticky(&self) -> bool {
+        self.kind == DeviceErrorKind::Sticky
     }
 }
 
@@ -221,7 +265,7 @@ pub(crate) fn check_kernel_args(
     args: &[KernelArg],
 ) -> Result<(), DeviceError> {
     if sizes.len() != args.len() {
-        return Err(DeviceError::new(
+        return Err(DeviceError::invalid(
             "launch",
             format!(
                 "kernel `{name}` takes {} parameters, the lab passes {}",
@@ -240,7 +284,7 @@ pub(crate) fn check_kernel_args(
             KernelArg::F32(_) => ("an f32", 4),
         };
         if size != arg_size {
-            return Err(DeviceError::new(
+            return Err(DeviceError::invalid(
                 "launch",
                 format!(
                     "parameter {} of kernel `{name}` is {size} bytes, the lab passes {kind} \
