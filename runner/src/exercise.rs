@@ -2,6 +2,7 @@
 //! exercise's starter variant that runs the learner's source, and the [`Verdict`], a pure
 //! function of the starter's, the learner's and the solution's measured results.
 
+use crate::plan::LabPlan;
 use kernelbook_core::exercise::ExerciseSpec;
 use kernelbook_core::results::{FailureStage, LabResults, Mismatch, Outcome, VariantResult};
 use kernelbook_core::spec::LabSpec;
@@ -71,6 +72,9 @@ pub fn with_learner_variant(
 #[derive(Debug, Clone)]
 pub struct CheckPlan {
     pub spec: ExerciseSpec,
+    /// The lab as the book defines it.
+    pub book_lab: LabSpec,
+    /// The lab with the learner's variant, for the report's rows.
     pub lab: LabSpec,
     pub kernels: BTreeMap<String, KernelSource>,
     pub learner: LearnerVariant,
@@ -126,9 +130,26 @@ impl CheckPlan {
                 kernel_key,
             },
             spec,
+            book_lab: lab.clone(),
             lab: learner_lab,
             kernels,
         })
+    }
+
+    /// The book's compiled `plan` extended with the learner's variant, keeping only the
+    /// variants a check measures.
+    pub fn learner_plan(&self, plan: &LabPlan) -> Result<LabPlan, String> {
+        let learner = self.kernels.get(&self.learner.kernel_key).ok_or_else(|| {
+            format!("the learner's kernel `{}` is missing", self.learner.kernel_key)
+        })?;
+        Ok(plan
+            .with_learner_kernel(
+                &self.learner.starter,
+                LEARNER_VARIANT,
+                &self.learner.kernel_key,
+                learner.clone(),
+            )?
+            .select(&self.variants()))
     }
 
     /// The variants to measure: the starter, the learner's, the solution.
@@ -458,8 +479,9 @@ impl fmt::Display for Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::Device;
     use crate::backend::fake::{FakeCompiler, FakeDevice};
-    use crate::measure::{MeasureOptions, Quiet, measure_lab};
+    use crate::engine::{Quiet, RunOptions, run};
     use kernelbook_core::results::{KernelResources, LaunchShape};
     use kernelbook_core::stats::Summary;
 
@@ -965,20 +987,28 @@ solution = "solution"
             Path::new("exercises/coalesce.cu"),
         )
         .expect("a plan");
-        let options = MeasureOptions {
-            only: Some(plan.variants()),
-            seed: Some(1),
-            ..MeasureOptions::default()
-        };
-        let results = measure_lab(
-            &plan.lab,
+        let mut device = FakeDevice::new();
+        let book_plan = crate::plan::compile(
+            &plan.book_lab,
             &plan.kernels,
-            &mut FakeDevice::new(),
+            &crate::plan::Target::of(device.info()),
+            &Default::default(),
+        )
+        .expect("a lab plan");
+        let learner_plan = plan.learner_plan(&book_plan).expect("the learner's plan");
+        let options = RunOptions {
+            seed: 1,
+            only: None,
+        };
+        let results = run(
+            &learner_plan,
+            &mut device,
             &FakeCompiler,
             &options,
             &mut Quiet,
         )
-        .expect("measured");
+        .expect("measured")
+        .results;
         let names: Vec<&str> = results.variants.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["starter", "yours", "solution"]);
         let verdict = plan.verdict(&results).expect("a verdict");

@@ -1,44 +1,58 @@
-//! The kernelbook runner: compiles the book's kernels at run time, launches them on the local
-//! GPU, checks their output against a CPU reference, times them, and keeps the results.
+//! The kernelbook runner: compiles a lab into a plan, runs it on the local GPU (kernels
+//! compiled at run time, checked against a CPU reference, timed), and keeps the results.
 //!
-//! - [`backend`]: the [`Device`](backend::Device) and [`Compiler`](backend::Compiler) traits and
-//!   the CUDA backend (cudarc, loaded at run time: the build needs no CUDA toolkit);
-//! - [`measure`]: the measurement loop, written once against those traits;
-//! - [`reference`]: input generation, CPU references and output comparison;
-//! - [`exercise`]: grading a learner's kernel against an exercise's starter (`kernelbook check`);
+//! In data-flow order (see ARCHITECTURE.md at the repository root):
+//!
+//! - [`plan`]: a lab file and the device's limits → a [`LabPlan`](plan::LabPlan), every number
+//!   evaluated; its hash is the cache key;
+//! - [`references`]: the CPU references, one per file behind a trait, and input generation;
+//! - [`backend`]: the [`Device`](backend::Device) and [`Compiler`](backend::Compiler) traits,
+//!   CUDA (cudarc, loaded at run time: the build needs no CUDA toolkit) and HIP;
+//! - [`ops`]: one kind of variant each (kernel, device copy, host copy, library, Python);
+//! - [`engine`]: runs one plan on one device;
+//! - [`supervisor`]: which process measures what, and when (the measuring child, the Python
+//!   process, Nsight Compute), over [`protocol`];
 //! - [`store`]: the cache and the recorded results, with atomic writes;
-//! - [`runner`]: [`Runner`], which decides between cache, GPU and recorded results.
+//! - [`exercise`]: grading a learner's kernel (`kernelbook check`);
+//! - [`runner`]: [`Runner`], the facade that decides between cache, GPU and recorded results.
 //!
 //! ```no_run
-//! use kernelbook_runner::{Runner, RunnerConfig, Mode, LabOutcome};
-//! use kernelbook_runner::measure::{MeasureOptions, Quiet};
+//! use kernelbook_runner::{LabOutcome, LabRequest, Mode, Runner, RunnerConfig};
+//! use kernelbook_runner::engine::Quiet;
 //! # let lab: kernelbook_core::spec::LabSpec = unimplemented!();
 //! # let kernels = std::collections::BTreeMap::new();
 //! let runner = Runner::new(RunnerConfig {
 //!     cache_dir: ".kernelbook/cache".into(),
 //!     recorded_dir: "labs/recorded".into(),
 //!     mode: Mode::Auto,
-//!     options: MeasureOptions::default(),
+//!     measurement: Default::default(),
 //!     isolation: None,
 //!     backend: Default::default(),
 //! });
-//! match runner.results_for(&lab, &kernels, &mut Quiet) {
-//!     LabOutcome::Measured { results, .. } => println!("{} variants measured", results.variants.len()),
-//!     LabOutcome::Recorded { why, .. } => println!("recorded results ({why})"),
-//!     LabOutcome::Missing { why } => println!("no results: {why}"),
+//! let request = LabRequest { lab: &lab, kernels: &kernels };
+//! for outcome in runner.results(&[request], &mut Quiet) {
+//!     match outcome {
+//!         LabOutcome::Measured { results, .. } => println!("{} variants measured", results.variants.len()),
+//!         LabOutcome::Recorded { why, .. } => println!("recorded results ({why})"),
+//!         LabOutcome::Missing { why } => println!("no results: {why}"),
+//!     }
 //! }
 //! ```
 
 pub mod backend;
 pub mod diagnostics;
+pub mod engine;
 pub mod exercise;
-pub mod isolate;
-pub mod measure;
+pub mod ops;
 pub mod peers;
+pub mod plan;
 pub mod profile;
-pub mod reference;
+pub mod protocol;
+pub mod references;
 pub mod runner;
 mod stderr_tail;
 pub mod store;
+pub mod supervisor;
 
-pub use runner::{KernelProblem, LabOutcome, Mode, RunError, Runner, RunnerConfig};
+pub use runner::{KernelProblem, LabOutcome, LabRequest, Mode, Runner, RunnerConfig};
+pub use supervisor::RunError;

@@ -1,20 +1,23 @@
-//! Where a lab's numbers come from: the cache, a fresh measurement on this machine's GPU, or
-//! the results recorded on real hardware and committed with the book.
+//! The runner's facade: where a lab's numbers come from — the cache, a fresh measurement on
+//! this machine's GPU, or the results recorded on real hardware and committed with the book.
+//!
+//! Callers hand over every lab they need at once ([`Runner::results`], [`Runner::measure_now`]):
+//! the runner compiles each into a plan, serves what the cache holds, and gives the rest to the
+//! [`Supervisor`], which decides the order and the processes.
 
 use crate::backend::cuda::Nvrtc;
 use crate::backend::{self, BackendChoice};
-use crate::backend::{Compiler, Device};
+use crate::engine::Progress;
 use crate::exercise::{CheckPlan, Verdict};
-use crate::isolate::{Isolation, MeasuringProcess};
-use crate::measure::{self, MeasureError, MeasureOptions, Progress};
-use crate::peers::PythonPeers;
-use crate::store::{self, Cache, Recorded, Toolchain};
+use crate::plan::{self, LabPlan, Measurement, Target, Toolchain};
+use crate::store::{self, Cache, Recorded};
+use crate::supervisor::{RunError, Supervisor};
 use kernelbook_core::KernelSource;
 use kernelbook_core::results::LabResults;
 use kernelbook_core::spec::LabSpec;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Whether the runner may use the GPU.
@@ -32,14 +35,22 @@ pub struct RunnerConfig {
     pub cache_dir: PathBuf,
     pub recorded_dir: PathBuf,
     pub mode: Mode,
-    pub options: MeasureOptions,
+    /// The stopping rule and warm-up every lab starts from (its `[timing]` may override them).
+    pub measurement: Measurement,
     /// Measure in child processes of this executable (which must answer
-    /// [`isolate::CHILD_ARG`](crate::isolate::CHILD_ARG)), so that a faulting or hanging kernel
+    /// [`CHILD_ARG`](crate::protocol::CHILD_ARG)), so that a faulting or hanging kernel
     /// cannot take the caller down; in-process when `None`.
     pub isolation: Option<PathBuf>,
     /// Which vendor's GPU to measure on (`kernelbook --device`); CUDA first, then HIP, by
     /// default.
     pub backend: BackendChoice,
+}
+
+/// A lab and the kernels of the book it runs.
+#[derive(Debug, Clone, Copy)]
+pub struct LabRequest<'a> {
+    pub lab: &'a LabSpec,
+    pub kernels: &'a BTreeMap<String, KernelSource>,
 }
 
 /// A lab's results and where they came from.
@@ -68,20 +79,11 @@ pub struct KernelProblem {
     pub message: String,
 }
 
-/// Why a fresh measurement could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    #[error("{0}")]
-    Unavailable(String),
-    #[error(transparent)]
-    Measure(#[from] MeasureError),
-}
-
-struct Gpu {
+/// The GPU live results would come from, found on first use.
+#[derive(Debug, Clone)]
+struct Found {
     backend: BackendChoice,
     toolchain: Toolchain,
-    compiler: Box<dyn Compiler + Send>,
-    device: Option<Box<dyn Device + Send>>,
 }
 
 /// Reports one-line notices to the user (stderr by default).
@@ -92,13 +94,10 @@ pub struct Runner {
     config: RunnerConfig,
     cache: Cache,
     recorded: Recorded,
-    gpu: Mutex<Option<Result<Gpu, String>>>,
+    found: OnceLock<Result<Found, String>>,
+    supervisor: OnceLock<Supervisor>,
     notify: Notify,
     told_unavailable: AtomicBool,
-    /// The build's Python process, for the PyTorch and Triton peers.
-    peers: PythonPeers,
-    /// The process that measures lab after lab, when measuring is isolated.
-    measuring: Option<MeasuringProcess>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -114,11 +113,10 @@ impl Runner {
         Runner {
             cache: Cache::new(&config.cache_dir),
             recorded: Recorded::new(&config.recorded_dir),
-            measuring: config.isolation.as_deref().map(MeasuringProcess::new),
-            gpu: Mutex::new(None),
+            found: OnceLock::new(),
+            supervisor: OnceLock::new(),
             notify: Box::new(|message| eprintln!("kernelbook: {message}")),
             told_unavailable: AtomicBool::new(false),
-            peers: PythonPeers::new(),
             config,
         }
     }
@@ -138,251 +136,201 @@ impl Runner {
     }
 
     /// The device, driver and compiler live results would come from, or why there are none.
-    pub fn toolchain(&self) -> Result<Toolchain, String> {
-        self.with_gpu(|gpu| Ok(gpu.toolchain.clone()))
+    pub fn toolchain(&self) -> Result<Toolchain, RunError> {
+        self.found().map(|found| found.toolchain)
     }
 
-    /// Gets ready for a build of `labs`: when one of them will be measured now (it is not
-    /// cached) and runs a variant in Python, the Python process starts at once, so that its
-    /// imports (seconds, for `import torch`) overlap the measurements before it. Does nothing
-    /// without a GPU.
-    pub fn prepare(&self, labs: &[(&LabSpec, &BTreeMap<String, KernelSource>)]) {
-        if !self.measures_in_children() {
-            return;
-        }
-        let Ok(toolchain) = self.toolchain() else {
-            return;
-        };
-        if labs
-            .iter()
-            .any(|(lab, kernels)| lab.runs_python() && !self.is_cached(lab, kernels, &toolchain))
-        {
-            self.peers.start();
-        }
+    fn found(&self) -> Result<Found, RunError> {
+        let choice = self.config.backend;
+        self.found
+            .get_or_init(|| {
+                let found = backend::find(choice).map_err(|e| e.to_string())?;
+                Ok(Found {
+                    backend: found.backend,
+                    toolchain: Toolchain {
+                        device: found.info,
+                        driver_version: found.driver_version,
+                        compiler_version: found.compiler.version(),
+                    },
+                })
+            })
+            .clone()
+            .map_err(RunError::Unavailable)
     }
 
-    /// [`prepare`](Self::prepare) for [`refresh`](Self::refresh)ing `labs`, which measures
-    /// whatever the cache holds.
-    pub fn prepare_refresh(&self, labs: &[&LabSpec]) {
-        if self.measures_in_children()
-            && labs.iter().any(|lab| lab.runs_python())
-            && self.toolchain().is_ok()
-        {
-            self.peers.start();
-        }
+    fn supervisor(&self, found: &Found) -> &Supervisor {
+        self.supervisor
+            .get_or_init(|| Supervisor::new(found.backend, self.config.isolation.clone()))
     }
 
-    /// Whether measurements go to child processes (and Python peers to `self.peers`).
-    fn measures_in_children(&self) -> bool {
-        self.config.mode == Mode::Auto && self.config.isolation.is_some()
+    /// Compiles `lab` for the device live results would come from.
+    fn plan(&self, request: &LabRequest<'_>, found: &Found) -> Result<LabPlan, RunError> {
+        let target = Target::of(&found.toolchain.device);
+        plan::compile(
+            request.lab,
+            request.kernels,
+            &target,
+            &self.config.measurement,
+        )
+        .map_err(RunError::Plan)
     }
 
-    fn is_cached(
+    /// Results for the book, one per request in the same order: cached, measured now, or
+    /// recorded, in that order of preference.
+    pub fn results(
         &self,
-        lab: &LabSpec,
-        kernels: &BTreeMap<String, KernelSource>,
-        toolchain: &Toolchain,
-    ) -> bool {
-        let key = store::cache_key(lab, kernels, toolchain, &self.config.options.rule);
-        matches!(self.cache.get(&lab.name, &key), Ok(Some(_)))
-    }
-
-    /// Results for the book: cached, measured now, or recorded, in that order of preference.
-    pub fn results_for(
-        &self,
-        lab: &LabSpec,
-        kernels: &BTreeMap<String, KernelSource>,
+        requests: &[LabRequest<'_>],
         progress: &mut dyn Progress,
-    ) -> LabOutcome {
-        let why = if self.config.mode == Mode::RecordedOnly {
-            "recorded results requested".to_string()
-        } else {
-            match self.toolchain() {
-                Err(why) => {
-                    self.tell_unavailable(&why);
-                    why
-                }
-                Ok(toolchain) => {
-                    let key = store::cache_key(lab, kernels, &toolchain, &self.config.options.rule);
-                    match self.cache.get(&lab.name, &key) {
+    ) -> Vec<LabOutcome> {
+        let live = match (self.config.mode, self.found()) {
+            (Mode::RecordedOnly, _) => Err("recorded results requested".to_string()),
+            (Mode::Auto, Err(why)) => {
+                let why = why.to_string();
+                self.tell_unavailable(&why);
+                Err(why)
+            }
+            (Mode::Auto, Ok(found)) => Ok(found),
+        };
+        let found = match live {
+            Ok(found) => found,
+            Err(why) => {
+                return requests
+                    .iter()
+                    .map(|r| self.recorded_outcome(r, why.clone()))
+                    .collect();
+            }
+        };
+        let mut outcomes: Vec<Option<LabOutcome>> = requests.iter().map(|_| None).collect();
+        let mut to_measure: Vec<(usize, LabPlan, String)> = Vec::new();
+        for (index, request) in requests.iter().enumerate() {
+            match self.plan(request, &found) {
+                Ok(plan) => {
+                    let key = plan.key(&found.toolchain);
+                    match self.cache.get(&plan.lab, &key) {
                         Ok(Some(results)) => {
-                            return LabOutcome::Measured {
+                            outcomes[index] = Some(LabOutcome::Measured {
                                 results,
                                 cached: true,
-                            };
+                            });
                         }
-                        Ok(None) => {}
-                        Err(distrust) => (self.notify)(&format!("{distrust}; measuring again")),
-                    }
-                    match self.measure(lab, kernels, progress) {
-                        Ok(results) => {
-                            if let Err(err) = self.cache.put(&key, &results) {
-                                (self.notify)(&format!("could not write the cache: {err}"));
-                            }
-                            return LabOutcome::Measured {
-                                results,
-                                cached: false,
-                            };
-                        }
-                        Err(err) => {
-                            let why = format!("measuring lab `{}` failed: {err}", lab.name);
-                            (self.notify)(&why);
-                            why
+                        Ok(None) => to_measure.push((index, plan, key)),
+                        Err(distrust) => {
+                            (self.notify)(&format!("{distrust}; measuring again"));
+                            to_measure.push((index, plan, key));
                         }
                     }
                 }
+                Err(err) => {
+                    (self.notify)(&err.to_string());
+                    outcomes[index] = Some(self.recorded_outcome(request, err.to_string()));
+                }
+            }
+        }
+        let plans: Vec<&LabPlan> = to_measure.iter().map(|(_, plan, _)| plan).collect();
+        let measured = self.supervisor(&found).measure_all(&plans, progress);
+        for ((index, plan, key), result) in to_measure.iter().zip(measured) {
+            outcomes[*index] = Some(match result {
+                Ok(results) => {
+                    self.keep(key, &results);
+                    LabOutcome::Measured {
+                        results,
+                        cached: false,
+                    }
+                }
+                Err(err) => {
+                    let why = format!("measuring lab `{}` failed: {err}", plan.lab);
+                    (self.notify)(&why);
+                    self.recorded_outcome(&requests[*index], why)
+                }
+            });
+        }
+        outcomes
+            .into_iter()
+            .zip(requests)
+            .map(|(outcome, request)| {
+                outcome.unwrap_or_else(|| self.recorded_outcome(request, "not measured".into()))
+            })
+            .collect()
+    }
+
+    /// Measures every request now, ignoring what the cache holds, and keeps the results in the
+    /// cache (for `kernelbook run` and `record`). One result per request, in the same order.
+    pub fn measure_now(
+        &self,
+        requests: &[LabRequest<'_>],
+        progress: &mut dyn Progress,
+    ) -> Vec<Result<LabResults, RunError>> {
+        let found = match self.found() {
+            Ok(found) => found,
+            Err(err) => {
+                let why = err.to_string();
+                return requests
+                    .iter()
+                    .map(|_| Err(RunError::Unavailable(why.clone())))
+                    .collect();
             }
         };
-        self.recorded_outcome(lab, kernels, why)
+        let plans: Vec<Result<LabPlan, RunError>> =
+            requests.iter().map(|r| self.plan(r, &found)).collect();
+        let ready: Vec<&LabPlan> = plans.iter().filter_map(|p| p.as_ref().ok()).collect();
+        let mut measured = self
+            .supervisor(&found)
+            .measure_all(&ready, progress)
+            .into_iter();
+        plans
+            .into_iter()
+            .map(|plan| {
+                let plan = plan?;
+                let results = measured
+                    .next()
+                    .unwrap_or_else(|| Err(RunError::Unavailable("not measured".into())))?;
+                self.keep(&plan.key(&found.toolchain), &results);
+                Ok(results)
+            })
+            .collect()
     }
 
-    /// Measures `lab` now, ignoring what the cache holds, and stores the result in the cache
-    /// (for `kernelbook run` and `record`).
-    pub fn refresh(
-        &self,
-        lab: &LabSpec,
-        kernels: &BTreeMap<String, KernelSource>,
-        progress: &mut dyn Progress,
-    ) -> Result<LabResults, RunError> {
-        let results = self.measure(lab, kernels, progress)?;
-        if let Ok(toolchain) = self.toolchain() {
-            let key = store::cache_key(lab, kernels, &toolchain, &self.config.options.rule);
-            if let Err(err) = self.cache.put(&key, &results) {
-                (self.notify)(&format!("could not write the cache: {err}"));
-            }
+    /// Writes `results` to the cache under `key`; a failure is only a notice.
+    fn keep(&self, key: &str, results: &LabResults) {
+        if let Err(err) = self.cache.put(key, results) {
+            (self.notify)(&format!("could not write the cache: {err}"));
         }
-        Ok(results)
-    }
-
-    /// Measures `lab` now on the GPU.
-    pub fn measure(
-        &self,
-        lab: &LabSpec,
-        kernels: &BTreeMap<String, KernelSource>,
-        progress: &mut dyn Progress,
-    ) -> Result<LabResults, RunError> {
-        if let (Some(exe), Some(process)) = (&self.config.isolation, &self.measuring) {
-            // The parent only needs to know that a GPU is there; the child opens it.
-            self.toolchain().map_err(RunError::Unavailable)?;
-            progress.stage(&format!(
-                "lab `{}`: measuring in a separate process",
-                lab.name
-            ));
-            let backend = self
-                .with_gpu(|gpu| Ok(gpu.backend))
-                .map_err(RunError::Unavailable)?;
-            let isolation = Isolation {
-                process,
-                backend,
-                peers: &self.peers,
-            };
-            let mut results = crate::isolate::measure_isolated(
-                isolation,
-                lab,
-                kernels,
-                &self.config.options,
-                progress,
-            )?;
-            if lab.profile {
-                results.profile = Some(crate::profile::profile_lab(
-                    exe, backend, lab, kernels, &results, progress,
-                ));
-            }
-            return Ok(results);
-        }
-        self.measure_in_process(lab, kernels, &self.config.options, progress)
     }
 
     /// Grades a learner's kernel (`kernelbook check`): measures the starter, the learner's
-    /// kernel and the solution of `plan` now, and gives the verdict. Never reads or writes the
-    /// cache or the recorded results: a learner's edit is not the book's kernel.
+    /// kernel and the solution now, and gives the verdict. Never reads or writes the cache or
+    /// the recorded results: a learner's edit is not the book's kernel.
     pub fn check_exercise(
         &self,
-        plan: &CheckPlan,
+        check: &CheckPlan,
         progress: &mut dyn Progress,
     ) -> Result<(LabResults, Verdict), RunError> {
-        let options = MeasureOptions {
-            only: Some(plan.variants()),
-            ..self.config.options.clone()
+        let found = self.found()?;
+        let request = LabRequest {
+            lab: &check.book_lab,
+            kernels: &check.kernels,
         };
-        let results = match &self.measuring {
-            Some(process) => {
-                let backend = self
-                    .with_gpu(|gpu| Ok(gpu.backend))
-                    .map_err(RunError::Unavailable)?;
-                progress.stage(&format!(
-                    "exercise `{}`: measuring in a separate process",
-                    plan.lab.name
-                ));
-                let isolation = Isolation {
-                    process,
-                    backend,
-                    peers: &self.peers,
-                };
-                crate::isolate::measure_check_isolated(isolation, plan, &options, progress)?
-            }
-            None => self.measure_in_process(&plan.lab, &plan.kernels, &options, progress)?,
-        };
-        let verdict = plan.verdict(&results).map_err(|message| {
-            RunError::Measure(MeasureError::Lab {
-                lab: plan.lab.name.clone(),
-                message,
-            })
-        })?;
+        let plan = check
+            .learner_plan(&self.plan(&request, &found)?)
+            .map_err(|message| RunError::lab(&check.lab.name, message))?;
+        progress.stage(&format!("exercise `{}`: measuring", check.lab.name));
+        let results = self.supervisor(&found).measure(&plan, progress)?;
+        let verdict = check
+            .verdict(&results)
+            .map_err(|message| RunError::lab(&check.lab.name, message))?;
         Ok((results, verdict))
     }
 
-    fn measure_in_process(
-        &self,
-        lab: &LabSpec,
-        kernels: &BTreeMap<String, KernelSource>,
-        options: &MeasureOptions,
-        progress: &mut dyn Progress,
-    ) -> Result<LabResults, RunError> {
-        self.with_gpu(|gpu| {
-            if gpu.device.is_none() {
-                progress.stage("opening the GPU");
-                gpu.device = Some(backend::open(gpu.backend)?);
-            }
-            Ok(())
-        })
-        .map_err(RunError::Unavailable)?;
-        let mut guard = self.gpu.lock().map_err(|_| {
-            RunError::Unavailable("the GPU state was poisoned by an earlier panic".into())
-        })?;
-        let Some(Ok(gpu)) = guard.as_mut() else {
-            return Err(RunError::Unavailable("no GPU".into()));
-        };
-        let Gpu {
-            compiler, device, ..
-        } = gpu;
-        let Some(device) = device.as_mut() else {
-            return Err(RunError::Unavailable("no GPU".into()));
-        };
-        Ok(measure::measure_lab(
-            lab,
-            kernels,
-            device.as_mut(),
-            compiler.as_ref(),
-            options,
-            progress,
-        )?)
-    }
-
-    fn recorded_outcome(
-        &self,
-        lab: &LabSpec,
-        kernels: &BTreeMap<String, KernelSource>,
-        why: String,
-    ) -> LabOutcome {
+    fn recorded_outcome(&self, request: &LabRequest<'_>, why: String) -> LabOutcome {
+        let lab = request.lab;
         match self.recorded.get(&lab.name) {
             Ok(Some(results)) => {
-                let stale_kernels = store::stale_kernels(&results, kernels);
+                let stale_kernels = store::stale_kernels(&results, request.kernels);
                 let arch = results.provenance.device.arch.clone();
                 LabOutcome::Recorded {
-                    compile_errors: self.compile_check(
+                    compile_errors: compile_check(
                         &stale_kernels,
-                        kernels,
+                        request.kernels,
                         &arch,
                         &lab.compile_flags,
                     ),
@@ -409,50 +357,6 @@ impl Runner {
         }
     }
 
-    /// Compiles the kernels edited since their recording, so that an author without a GPU still
-    /// learns when an edit broke one. Quietly does nothing without NVRTC.
-    fn compile_check(
-        &self,
-        names: &[String],
-        kernels: &BTreeMap<String, KernelSource>,
-        arch: &str,
-        flags: &[String],
-    ) -> Vec<KernelProblem> {
-        if names.is_empty() {
-            return Vec::new();
-        }
-        let Ok(nvrtc) = Nvrtc::load() else {
-            return Vec::new();
-        };
-        names
-            .iter()
-            .filter_map(|name| kernels.get(name))
-            // Python blocks are run, not compiled: nothing to check without a GPU.
-            .filter(|kernel| kernel.language == kernelbook_core::Language::Cuda)
-            .filter_map(|kernel| {
-                let request = crate::backend::CompileRequest {
-                    name: &kernel.name,
-                    source: &kernel.source,
-                    arch,
-                    flags,
-                };
-                match nvrtc.compile(&request) {
-                    Ok(_) => None,
-                    Err(crate::backend::CompileError::Rejected { log, .. }) => {
-                        Some(KernelProblem {
-                            kernel: kernel.name.clone(),
-                            message: crate::diagnostics::map_compile_log(&log, kernel),
-                        })
-                    }
-                    Err(crate::backend::CompileError::Compiler(message)) => Some(KernelProblem {
-                        kernel: kernel.name.clone(),
-                        message,
-                    }),
-                }
-            })
-            .collect()
-    }
-
     fn tell_unavailable(&self, why: &str) {
         if !self.told_unavailable.swap(true, Ordering::Relaxed) {
             (self.notify)(&format!(
@@ -461,30 +365,46 @@ impl Runner {
             ));
         }
     }
+}
 
-    /// Runs `f` on the GPU state, probing the driver and compiler on first use.
-    fn with_gpu<T>(&self, f: impl FnOnce(&mut Gpu) -> Result<T, String>) -> Result<T, String> {
-        let mut guard = self
-            .gpu
-            .lock()
-            .map_err(|_| "the GPU state was poisoned by an earlier panic".to_string())?;
-        let choice = self.config.backend;
-        let state = guard.get_or_insert_with(|| {
-            let found = backend::find(choice)?;
-            Ok(Gpu {
-                backend: found.backend,
-                toolchain: Toolchain {
-                    device: found.info,
-                    driver_version: found.driver_version,
-                    compiler_version: found.compiler.version(),
-                },
-                compiler: found.compiler,
-                device: None,
-            })
-        });
-        match state {
-            Ok(gpu) => f(gpu),
-            Err(why) => Err(why.clone()),
-        }
+/// Compiles the kernels edited since their recording, so that an author without a GPU still
+/// learns when an edit broke one. Quietly does nothing without NVRTC.
+fn compile_check(
+    names: &[String],
+    kernels: &BTreeMap<String, KernelSource>,
+    arch: &str,
+    flags: &[String],
+) -> Vec<KernelProblem> {
+    if names.is_empty() {
+        return Vec::new();
     }
+    let Ok(nvrtc) = Nvrtc::load() else {
+        return Vec::new();
+    };
+    names
+        .iter()
+        .filter_map(|name| kernels.get(name))
+        // Python blocks are run, not compiled: nothing to check without a GPU.
+        .filter(|kernel| kernel.language == kernelbook_core::Language::Cuda)
+        .filter_map(|kernel| {
+            use crate::backend::{CompileError, CompileRequest, Compiler};
+            let request = CompileRequest {
+                name: &kernel.name,
+                source: &kernel.source,
+                arch,
+                flags,
+            };
+            let message = match nvrtc.compile(&request) {
+                Ok(_) => return None,
+                Err(CompileError::Rejected { log, .. }) => {
+                    crate::diagnostics::map_compile_log(&log, kernel)
+                }
+                Err(CompileError::Compiler(message)) => message,
+            };
+            Some(KernelProblem {
+                kernel: kernel.name.clone(),
+                message,
+            })
+        })
+        .collect()
 }

@@ -1,160 +1,14 @@
-//! Results files on disk: the cache (keyed by everything that changes a measurement) and the
+//! Results files on disk: the cache (keyed by [`LabPlan::key`](crate::plan::LabPlan::key)) and the
 //! recorded results committed under `labs/recorded/`. Writes are atomic (temporary file, then
 //! rename), and a file that cannot be trusted is reported and ignored, never used.
 
 use kernelbook_core::KernelSource;
-use kernelbook_core::results::{DeviceInfo, FORMAT_VERSION, LabResults};
-use kernelbook_core::spec::LabSpec;
-use kernelbook_core::stats::StoppingRule;
-use serde::Serialize;
-use sha2::{Digest, Sha256};
+use kernelbook_core::results::LabResults;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// Everything a measurement depends on. Presentation (titles, labels, access-pattern prose) is
-/// left out on purpose: rewording a table must not cost a GPU run.
-#[derive(Serialize)]
-struct KeyMaterial<'a> {
-    runner_version: &'a str,
-    format_version: u32,
-    lab: &'a str,
-    params: &'a BTreeMap<String, i64>,
-    bytes: &'a str,
-    ceiling: Option<&'a str>,
-    compile_flags: &'a [String],
-    buffers: &'a [kernelbook_core::spec::BufferSpec],
-    check: &'a kernelbook_core::spec::CheckSpec,
-    flush_l2: bool,
-    profile: bool,
-    work: Option<&'a kernelbook_core::spec::WorkSpec>,
-    counter: Option<&'a kernelbook_core::spec::CounterSpec>,
-    variants: Vec<VariantKey<'a>>,
-    device_name: &'a str,
-    device_uuid: &'a str,
-    device_arch: &'a str,
-    driver_version: &'a str,
-    compiler_version: &'a str,
-    rule: &'a StoppingRule,
-}
-
-#[derive(Serialize)]
-struct VariantKey<'a> {
-    name: &'a str,
-    kernel: Option<&'a str>,
-    /// The source of every kernel the variant launches, setup and later stages included.
-    kernel_sources: Vec<Option<&'a str>>,
-    builtin: Option<kernelbook_core::spec::Builtin>,
-    grid: Vec<&'a str>,
-    block: Vec<&'a str>,
-    shared_bytes: Option<&'a str>,
-    args: &'a [String],
-    bytes: Option<&'a str>,
-    check: Option<&'a kernelbook_core::spec::CheckSpec>,
-    defines: &'a BTreeMap<String, String>,
-    setup: Vec<LaunchKey<'a>>,
-    then: Vec<LaunchKey<'a>>,
-    work: Option<&'a kernelbook_core::spec::WorkSpec>,
-    counter: Option<&'a kernelbook_core::spec::CounterSpec>,
-    flush_l2: Option<bool>,
-}
-
-#[derive(Serialize)]
-struct LaunchKey<'a> {
-    kernel: &'a str,
-    grid: Vec<&'a str>,
-    block: Vec<&'a str>,
-    shared_bytes: Option<&'a str>,
-    args: &'a [String],
-    defines: &'a BTreeMap<String, String>,
-}
-
-impl<'a> LaunchKey<'a> {
-    fn of(launch: &'a kernelbook_core::spec::LaunchSpec) -> Self {
-        LaunchKey {
-            kernel: launch.kernel_name(),
-            grid: strs(&launch.grid),
-            block: strs(&launch.block),
-            shared_bytes: launch.shared_bytes.as_ref().map(|e| e.as_str()),
-            args: &launch.args,
-            defines: &launch.defines,
-        }
-    }
-}
-
-/// Identifies the device, driver and compiler a measurement is (or would be) made with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Toolchain {
-    pub device: DeviceInfo,
-    pub driver_version: String,
-    pub compiler_version: String,
-}
-
-fn strs(exprs: &[kernelbook_core::expr::Expr]) -> Vec<&str> {
-    exprs.iter().map(|e| e.as_str()).collect()
-}
-
-/// The cache key of `lab` (with its current parameters) on `toolchain`: a hex SHA-256.
-pub fn cache_key(
-    lab: &LabSpec,
-    kernels: &BTreeMap<String, KernelSource>,
-    toolchain: &Toolchain,
-    rule: &StoppingRule,
-) -> String {
-    let material = KeyMaterial {
-        runner_version: env!("CARGO_PKG_VERSION"),
-        format_version: FORMAT_VERSION,
-        lab: &lab.name,
-        params: &lab.params,
-        bytes: lab.bytes.as_str(),
-        ceiling: lab.ceiling.as_deref(),
-        compile_flags: &lab.compile_flags,
-        buffers: &lab.buffers,
-        check: &lab.check,
-        flush_l2: lab.flush_l2,
-        profile: lab.profile,
-        work: lab.work.as_ref(),
-        counter: lab.counter.as_ref(),
-        variants: lab
-            .variants
-            .iter()
-            .map(|v| VariantKey {
-                name: &v.name,
-                kernel: v.kernel_name(),
-                kernel_sources: v
-                    .kernel_names()
-                    .into_iter()
-                    .map(|k| kernels.get(k).map(|k| k.source.as_str()))
-                    .collect(),
-                builtin: v.builtin,
-                grid: strs(&v.grid),
-                block: strs(&v.block),
-                shared_bytes: v.shared_bytes.as_ref().map(|e| e.as_str()),
-                args: &v.args,
-                bytes: v.bytes.as_ref().map(|e| e.as_str()),
-                check: v.check.as_ref(),
-                defines: &v.defines,
-                setup: v.setup.iter().map(LaunchKey::of).collect(),
-                then: v.then.iter().map(LaunchKey::of).collect(),
-                work: v.work.as_ref(),
-                counter: v.counter.as_ref(),
-                flush_l2: v.flush_l2,
-            })
-            .collect(),
-        device_name: &toolchain.device.name,
-        device_uuid: &toolchain.device.uuid,
-        device_arch: &toolchain.device.arch,
-        driver_version: &toolchain.driver_version,
-        compiler_version: &toolchain.compiler_version,
-        // The lab's `[timing]` overrides are part of the rule it is measured under.
-        rule: &lab.stopping_rule(rule),
-    };
-    let json = serde_json::to_vec(&material).unwrap_or_default();
-    Sha256::digest(&json)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
+pub use crate::plan::Toolchain;
 
 /// A results file that exists but cannot be used, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -293,39 +147,8 @@ mod tests {
     use super::*;
     use kernelbook_core::SourceLocation;
     use kernelbook_core::expr::Params;
-    use kernelbook_core::results::{FORMAT_VERSION, Provenance};
+    use kernelbook_core::results::{DeviceInfo, FORMAT_VERSION, Provenance};
 
-    const LAB: &str = r#"
-name = "copy"
-title = "Copy"
-bytes = "2 * n * 4"
-[params]
-n = 1024
-[[buffers]]
-name = "src"
-len = "n"
-fill = "random"
-[[buffers]]
-name = "dst"
-len = "n"
-fill = "poison"
-[check]
-reference = "copy"
-input = "src"
-output = "dst"
-[[variants]]
-name = "scalar"
-label = "scalar copy"
-access = "coalesced"
-kernel = "copy_scalar"
-grid = ["n / 256"]
-block = [256]
-args = ["dst", "src", "n"]
-"#;
-
-    fn lab(text: &str) -> LabSpec {
-        LabSpec::parse(text, Path::new("labs/copy.toml")).expect("lab")
-    }
 
     fn kernels(source: &str) -> BTreeMap<String, KernelSource> {
         BTreeMap::from([(
@@ -342,104 +165,8 @@ args = ["dst", "src", "n"]
         )])
     }
 
-    fn toolchain() -> Toolchain {
-        Toolchain {
-            device: DeviceInfo {
-                backend: "cuda".into(),
-                name: "NVIDIA H200".into(),
-                uuid: "GPU-1".into(),
-                arch: "sm_90".into(),
-                compute_capability: (9, 0),
-                sm_count: 132,
-                l2_bytes: 62914560,
-                memory_bytes: 1 << 37,
-                memory_clock_khz: 3_201_000,
-                bus_width_bits: 6016,
-                sm_clock_khz: 1_980_000,
-                max_threads_per_sm: 2048,
-                max_shared_bytes_per_block: 232448,
-            },
-            driver_version: "13.0".into(),
-            compiler_version: "NVRTC 13.0".into(),
-        }
-    }
-
-    fn key(lab_text: &str, source: &str, toolchain: &Toolchain) -> String {
-        cache_key(
-            &lab(lab_text),
-            &kernels(source),
-            toolchain,
-            &StoppingRule::default(),
-        )
-    }
-
-    #[test]
-    fn the_key_is_stable_and_ignores_presentation() {
-        let base = key(LAB, "a", &toolchain());
-        assert_eq!(base, key(LAB, "a", &toolchain()));
-        let reworded = LAB
-            .replace("title = \"Copy\"", "title = \"A copy\"")
-            .replace("label = \"scalar copy\"", "label = \"the scalar copy\"")
-            .replace("access = \"coalesced\"", "access = \"fully coalesced\"");
-        assert_eq!(base, key(&reworded, "a", &toolchain()));
-    }
-
-    #[test]
-    fn the_key_changes_with_everything_that_changes_a_measurement() {
-        let base = key(LAB, "a", &toolchain());
-        assert_ne!(base, key(LAB, "a // edited", &toolchain()), "kernel source");
-        assert_ne!(
-            base,
-            key(&LAB.replace("n = 1024", "n = 2048"), "a", &toolchain()),
-            "params"
-        );
-        assert_ne!(
-            base,
-            key(
-                &LAB.replace("block = [256]", "block = [128]"),
-                "a",
-                &toolchain()
-            ),
-            "launch shape"
-        );
-        let flags = LAB.replace("bytes = ", "compile_flags = [\"-DX=1\"]\nbytes = ");
-        assert_ne!(base, key(&flags, "a", &toolchain()), "compile flags");
-        let rule = StoppingRule::default();
-        let lab_with_timing = |timing: &str| {
-            let text = LAB.replace("[params]", &format!("[timing]\n{timing}\n\n[params]"));
-            cache_key(&lab(&text), &kernels("a"), &toolchain(), &rule)
-        };
-        assert_ne!(
-            base,
-            lab_with_timing("max_wall_s = 3"),
-            "the lab's own stopping rule"
-        );
-        assert_eq!(
-            base,
-            lab_with_timing("max_wall_s = 10"),
-            "a [timing] table that repeats the defaults changes nothing"
-        );
-        let mut other = toolchain();
-        other.device.uuid = "GPU-2".into();
-        assert_ne!(base, key(LAB, "a", &other), "device");
-        let mut other = toolchain();
-        other.driver_version = "13.1".into();
-        assert_ne!(base, key(LAB, "a", &other), "driver");
-        let mut other = toolchain();
-        other.compiler_version = "NVRTC 13.1".into();
-        assert_ne!(base, key(LAB, "a", &other), "compiler");
-    }
-
-    #[test]
-    fn kernels_the_lab_does_not_run_do_not_change_its_key() {
-        let lab = lab(LAB);
-        let mut more = kernels("a");
-        let base = cache_key(&lab, &more, &toolchain(), &StoppingRule::default());
-        more.insert("unrelated".into(), more["copy_scalar"].clone());
-        assert_eq!(
-            base,
-            cache_key(&lab, &more, &toolchain(), &StoppingRule::default())
-        );
+    fn device() -> DeviceInfo {
+        crate::plan::tests::h200()
     }
 
     fn results(lab: &str) -> LabResults {
@@ -448,7 +175,7 @@ args = ["dst", "src", "n"]
             lab: lab.into(),
             params: Params::new(),
             provenance: Provenance {
-                device: toolchain().device,
+                device: device(),
                 driver_version: "13.0".into(),
                 compiler_version: "NVRTC 13.0".into(),
                 runner_version: "0".into(),

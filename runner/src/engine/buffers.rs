@@ -1,0 +1,89 @@
+//! A lab's device buffers: allocated at the plan's sizes, inputs drawn fresh and uploaded once.
+
+use super::EngineError;
+use crate::backend::{BufferId, Device};
+use crate::plan::LabPlan;
+use crate::references::{self, HostBuffer};
+use kernelbook_core::spec::Fill;
+
+/// The buffers of one run of a plan, by the plan's buffer index.
+#[derive(Debug)]
+pub struct LabBuffers {
+    pub ids: Vec<BufferId>,
+    /// The host copy of each filled buffer (random or zero), exactly the bytes uploaded;
+    /// `None` for poisoned buffers, which every variant's check poisons again.
+    pub host: Vec<Option<Vec<u8>>>,
+}
+
+impl LabBuffers {
+    /// Allocates every buffer of `plan`, fills the inputs from `seed` and uploads them. Inputs
+    /// go up once per lab: variants only read them (a kernel that wrote one would fail its own
+    /// check, and a fault ends the process, whose successor uploads them again).
+    pub fn prepare(
+        plan: &LabPlan,
+        device: &mut dyn Device,
+        seed: u64,
+    ) -> Result<LabBuffers, EngineError> {
+        let lab_err = |message: String| EngineError::lab(&plan.lab, message);
+        let needed: u64 = plan.buffers.iter().map(|b| b.bytes as u64).sum();
+        let (free, total) = device
+            .memory()
+            .map_err(|err| lab_err(format!("cannot read the GPU's free memory: {err}")))?;
+        if needed > free {
+            let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+            return Err(lab_err(format!(
+                "its buffers need {:.2} GiB of device memory, and {} has {:.2} GiB free of {:.2} GiB; \
+                 lower its size (kernelbook run {} --set ...)",
+                gib(needed),
+                device.info().name,
+                gib(free),
+                gib(total),
+                plan.lab
+            )));
+        }
+        let mut rng = fastrand::Rng::with_seed(seed);
+        let mut ids = Vec::with_capacity(plan.buffers.len());
+        let mut host = Vec::with_capacity(plan.buffers.len());
+        for buffer in &plan.buffers {
+            let id = device.alloc(buffer.bytes).map_err(|err| {
+                lab_err(format!(
+                    "cannot allocate buffer `{}` ({:.1} MiB): {err}",
+                    buffer.name,
+                    buffer.bytes as f64 / (1 << 20) as f64
+                ))
+            })?;
+            ids.push(id);
+            host.push((buffer.fill != Fill::Poison).then(|| {
+                references::initial_contents(buffer.fill, buffer.elem, buffer.len, &mut rng)
+            }));
+        }
+        for (id, data) in ids.iter().zip(&host) {
+            if let Some(data) = data {
+                device
+                    .upload(*id, data)
+                    .map_err(|err| lab_err(format!("cannot upload the inputs: {err}")))?;
+            }
+        }
+        Ok(LabBuffers { ids, host })
+    }
+
+    /// The buffers every check poisons before it runs.
+    pub fn poisoned(&self) -> Vec<BufferId> {
+        self.ids
+            .iter()
+            .zip(&self.host)
+            .filter(|(_, host)| host.is_none())
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// The host copy of filled buffer `index` as a reference input.
+    pub fn host_input<'a>(&'a self, plan: &'a LabPlan, index: usize) -> Option<HostBuffer<'a>> {
+        let spec = plan.buffers.get(index)?;
+        Some(HostBuffer {
+            name: &spec.name,
+            elem: spec.elem,
+            bytes: self.host.get(index)?.as_deref()?,
+        })
+    }
+}

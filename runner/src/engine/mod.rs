@@ -1,0 +1,223 @@
+//! The engine: runs one [`LabPlan`] on one [`Device`].
+//!
+//! ```text
+//! inputs → references → for each variant: prepare · poison · run · check · time
+//! ```
+//!
+//! Kernels compile in the background while the inputs are drawn and the references computed;
+//! each variant waits only for its own. A variant that fails fails its own row. A sticky device
+//! fault (the context is unusable until the process ends) stops the run: the caller measures
+//! the remaining variants in a fresh process. The engine knows nothing of processes, Python or
+//! Nsight Compute; rows that run in Python are left to the caller.
+
+mod buffers;
+mod expected;
+mod progress;
+mod results;
+mod sample;
+
+pub use progress::{Progress, Quiet, StageLog};
+pub use results::{failed_result, lab_results, provenance, result_template};
+
+use crate::backend::{Compiler, Device, DeviceError};
+use crate::ops::{self, Env};
+use crate::plan::{LabPlan, OpPlan, VariantPlan};
+use buffers::LabBuffers;
+use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
+use sample::{Expectation, Sampling};
+use std::time::Instant;
+
+/// A failure that stops the whole lab (as opposed to one variant).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("lab `{lab}`: {message}")]
+pub struct EngineError {
+    pub lab: String,
+    pub message: String,
+}
+
+impl EngineError {
+    pub fn lab(lab: &str, message: String) -> EngineError {
+        EngineError {
+            lab: lab.to_string(),
+            message,
+        }
+    }
+}
+
+/// Which variants to run, on which input.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct RunOptions {
+    /// Seed of the random input.
+    pub seed: u64,
+    /// Only these variants (by name); all when `None`.
+    pub only: Option<Vec<String>>,
+}
+
+/// What one run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EngineRun {
+    /// The rows measured, in the plan's order; Python rows and those after a fault are absent.
+    pub results: LabResults,
+    /// The variant whose sticky device fault stopped the run, if one did.
+    pub faulted: Option<String>,
+}
+
+/// Runs the selected device variants of `plan` on `device`.
+pub fn run(
+    plan: &LabPlan,
+    device: &mut dyn Device,
+    compiler: &dyn Compiler,
+    options: &RunOptions,
+    progress: &mut dyn Progress,
+) -> Result<EngineRun, EngineError> {
+    let started = Instant::now();
+    let selected: Vec<(usize, &VariantPlan)> = plan
+        .variants
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| ops::on_device(&v.op).is_some())
+        .filter(|(_, v)| options.only.as_ref().is_none_or(|o| o.contains(&v.name)))
+        .collect();
+    if selected
+        .iter()
+        .any(|(_, v)| matches!(v.op, OpPlan::LibraryTranspose(_)))
+    {
+        device.start_loading_transpose_library();
+    }
+    progress.stage(&format!(
+        "lab `{}`: preparing buffers and the CPU reference, compiling its kernels",
+        plan.lab
+    ));
+    std::thread::scope(|scope| {
+        let builds = ops::kernel::builds_of(selected.iter().map(|(_, v)| *v));
+        let mut kernels = ops::kernel::Kernels::start(scope, plan, builds, compiler);
+        let buffers = LabBuffers::prepare(plan, device, options.seed)?;
+        let mut used = vec![false; plan.checks.len()];
+        for (_, variant) in &selected {
+            if let Some(slot) = used.get_mut(variant.check) {
+                *slot = true;
+            }
+        }
+        let expected = expected::expected_outputs(plan, &buffers, &used)?;
+        let mut provenance = provenance(device, compiler, plan, options.seed);
+        progress.begin(&provenance);
+        let poisoned = buffers.poisoned();
+        let mut scratch = Vec::new();
+        let mut variants = Vec::with_capacity(selected.len());
+        let mut faulted = None;
+        for (index, variant) in selected {
+            progress.variant(index, plan.variants.len(), &variant.name);
+            let mut env = Env {
+                plan,
+                device: &mut *device,
+                buffers: &buffers.ids,
+                host: &buffers.host,
+                kernels: &mut kernels,
+            };
+            let row = Row {
+                variant,
+                expected: expected.get(variant.check).and_then(Option::as_deref),
+                poisoned: &poisoned,
+            };
+            let (result, error) = row.measure(&mut env, &mut scratch, progress);
+            progress.finished(&result);
+            variants.push(result);
+            if error.is_some_and(|e| e.is_sticky()) {
+                faulted = Some(variant.name.clone());
+                break;
+            }
+        }
+        provenance.clocks = device.clocks();
+        Ok(EngineRun {
+            results: lab_results(plan, provenance, started, variants),
+            faulted,
+        })
+    })
+}
+
+/// One variant's measurement.
+struct Row<'a> {
+    variant: &'a VariantPlan,
+    expected: Option<&'a [u8]>,
+    poisoned: &'a [crate::backend::BufferId],
+}
+
+impl Row<'_> {
+    /// The variant's result, and the device error that ended it, if one did.
+    fn measure(
+        &self,
+        env: &mut Env<'_>,
+        scratch: &mut Vec<u8>,
+        progress: &mut dyn Progress,
+    ) -> (VariantResult, Option<DeviceError>) {
+        let plan = env.plan;
+        let variant = self.variant;
+        let mut result = result_template(plan, variant, Outcome::Unavailable {
+            reason: String::new(),
+        });
+        let Some(op) = ops::on_device(&variant.op) else {
+            return (result, None);
+        };
+        let prepared = match op.prepare(env, variant) {
+            Ok(prepared) => prepared,
+            Err(refusal) => {
+                result.outcome = refusal.into_outcome();
+                return (result, None);
+            }
+        };
+        let annotations = prepared.annotations.clone();
+        result.compile_flags = annotations.compile_flags;
+        result.launch = annotations.launch;
+        result.resources = annotations.resources;
+        result.implementation = annotations.implementation;
+        let (Some(check), Some(expected)) = (plan.checks.get(variant.check), self.expected) else {
+            result.outcome = Outcome::Failed {
+                stage: FailureStage::Launch,
+                message: "the variant's check has no expected output".into(),
+            };
+            return (result, None);
+        };
+        let elem = plan
+            .buffers
+            .get(check.output)
+            .map(|b| b.elem)
+            .unwrap_or_default();
+        let counter = variant
+            .counter
+            .as_ref()
+            .and_then(|c| Some((*env.buffers.get(c.buffer)?, c)));
+        let expectation = Expectation {
+            expected,
+            elem,
+            comparison: &check.comparison,
+        };
+        let sampling = Sampling {
+            timing: &plan.timing,
+            flush_l2: variant.flush_l2,
+            counter,
+        };
+        let measured = sample::verify_and_time(
+            env.device,
+            &prepared,
+            self.poisoned,
+            &expectation,
+            &sampling,
+            scratch,
+            progress,
+        );
+        match measured {
+            Ok((outcome, counter)) => {
+                result.outcome = outcome;
+                result.counter = counter;
+                (result, None)
+            }
+            Err(err) => {
+                result.outcome = Outcome::Failed {
+                    stage: FailureStage::Launch,
+                    message: err.to_string(),
+                };
+                (result, Some(err))
+            }
+        }
+    }
+}

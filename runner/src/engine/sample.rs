@@ -1,0 +1,135 @@
+//! Verify, then time: one variant's check on freshly poisoned output, its warm-up runs, and
+//! samples taken until the stopping rule is satisfied.
+
+use crate::backend::{BufferId, Device, DeviceError, Op};
+use crate::ops::{Prepared, Readback};
+use crate::plan::{CounterPlan, TimingPlan};
+use crate::references::{self, Comparison, POISON_BYTE};
+use kernelbook_core::results::{CounterResult, Outcome};
+use kernelbook_core::spec::ElemType;
+use kernelbook_core::stats::Summary;
+use std::time::Instant;
+
+use super::Progress;
+
+/// What a variant's check compares against.
+#[derive(Debug, Clone, Copy)]
+pub struct Expectation<'a> {
+    pub expected: &'a [u8],
+    pub elem: ElemType,
+    pub comparison: &'a Comparison,
+}
+
+/// How one variant is sampled.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampling<'a> {
+    pub timing: &'a TimingPlan,
+    pub flush_l2: bool,
+    /// The kernel's own counter, read after every sample.
+    pub counter: Option<(BufferId, &'a CounterPlan)>,
+}
+
+/// Runs `prepared` once on poisoned outputs and compares; if it is right, warms up and times
+/// it. `scratch` is reused from variant to variant: a fresh buffer of hundreds of MiB costs a
+/// page fault per page every time.
+pub fn verify_and_time(
+    device: &mut dyn Device,
+    prepared: &Prepared,
+    poisoned: &[BufferId],
+    expectation: &Expectation<'_>,
+    sampling: &Sampling<'_>,
+    scratch: &mut Vec<u8>,
+    progress: &mut dyn Progress,
+) -> Result<(Outcome, Option<CounterResult>), DeviceError> {
+    let timed: Vec<Op<'_>> = prepared.timed.iter().map(|step| step.op()).collect();
+    let op = match timed.as_slice() {
+        [one] => *one,
+        several => Op::Sequence(several),
+    };
+    if let Some(mismatch) = verify(device, prepared, &op, poisoned, expectation, scratch)? {
+        return Ok((Outcome::WrongResult { mismatch }, None));
+    }
+    for _ in 0..sampling.timing.warmup_runs {
+        device.run(&op)?;
+    }
+    device.synchronize()?;
+    time(device, &op, sampling, progress)
+}
+
+/// The first difference from the reference after one run on poisoned outputs, if any.
+fn verify(
+    device: &mut dyn Device,
+    prepared: &Prepared,
+    op: &Op<'_>,
+    poisoned: &[BufferId],
+    expectation: &Expectation<'_>,
+    scratch: &mut Vec<u8>,
+) -> Result<Option<kernelbook_core::results::Mismatch>, DeviceError> {
+    for id in poisoned {
+        device.fill(*id, POISON_BYTE)?;
+    }
+    if let Some(staging) = &prepared.staging {
+        device.stage_host(staging.pinned, &staging.data)?;
+    }
+    for step in &prepared.setup {
+        device.run(&step.op())?;
+    }
+    device.run(op)?;
+    device.synchronize()?;
+    scratch.clear();
+    scratch.resize(expectation.expected.len(), 0);
+    match prepared.readback {
+        Readback::Buffer(id) => device.download(id, scratch)?,
+        Readback::Host { pinned } => device.read_host(pinned, scratch)?,
+    }
+    Ok(references::first_mismatch(
+        expectation.expected,
+        scratch,
+        expectation.elem,
+        expectation.comparison,
+    ))
+}
+
+/// Samples `op` with the L2 flushed before each sample (where asked), until the rule stops.
+fn time(
+    device: &mut dyn Device,
+    op: &Op<'_>,
+    sampling: &Sampling<'_>,
+    progress: &mut dyn Progress,
+) -> Result<(Outcome, Option<CounterResult>), DeviceError> {
+    let rule = &sampling.timing.rule;
+    let started = Instant::now();
+    let mut samples = Vec::new();
+    let mut counted = Vec::new();
+    let stop_reason = loop {
+        if let Some(reason) = rule.verdict(&samples, started.elapsed().as_secs_f64()) {
+            break reason;
+        }
+        if sampling.flush_l2 {
+            device.flush_l2()?;
+        }
+        samples.push(device.time(op)?);
+        if let Some((buffer, counter)) = sampling.counter {
+            let mut raw = [0u8; 8];
+            device.download(buffer, &mut raw)?;
+            counted.push(u64::from_le_bytes(raw) as f64 / counter.per as f64);
+        }
+        progress.samples(samples.len());
+    };
+    let summary = Summary::of(&samples)
+        .ok_or_else(|| DeviceError::new("timing", format!("no valid samples (got {samples:?})")))?;
+    let counter = sampling.counter.map(|(_, c)| CounterResult {
+        unit: c.unit.clone(),
+        per: c.per,
+        values: counted,
+    });
+    Ok((
+        Outcome::Measured {
+            noisy: summary.is_noisy(rule),
+            summary,
+            stop_reason,
+            samples_ms: samples,
+        },
+        counter,
+    ))
+}

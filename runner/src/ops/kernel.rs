@@ -1,0 +1,286 @@
+//! Kernels of the book: compiled once per lab and option set (on every core, in the
+//! background, while the inputs and references are prepared), loaded on the device's thread,
+//! and launched with the plan's shapes and arguments.
+
+use super::{Annotations, Env, Prepared, Readback, Refusal, Step, VariantOp, check_output};
+use crate::backend::{
+    CompileError, CompileRequest, CompiledKernel, Compiler, Device, KernelArg, KernelId,
+    LoadedKernel, ptxas,
+};
+use crate::plan::{ArgPlan, KernelOp, LabPlan, LaunchPlan, VariantPlan};
+use kernelbook_core::results::{FailureStage, KernelResources, LaunchShape};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+/// The image of plan build `index`, or why it did not compile.
+type Image = (usize, Result<CompiledKernel, CompileError>);
+
+/// The lab's kernels: compiling in the background, then loaded once each.
+#[derive(Debug)]
+pub struct Kernels {
+    loaded: BTreeMap<usize, Result<Loaded, Refusal>>,
+    /// Images compiled ahead of time and not loaded yet.
+    images: Vec<Image>,
+    /// Where the rest arrive while compiling goes on; `None` once it has ended.
+    arriving: Option<mpsc::Receiver<Image>>,
+}
+
+#[derive(Debug, Clone)]
+struct Loaded {
+    kernel: KernelId,
+    info: LoadedKernel,
+    log: String,
+    options: Vec<String>,
+}
+
+impl Kernels {
+    /// Starts compiling `builds` (indices into the plan's builds) on as many threads as there
+    /// are cores, in the order given; each program compiles independently. Loading stays on
+    /// the device's thread ([`Kernels::load`]).
+    pub fn start<'scope>(
+        scope: &'scope std::thread::Scope<'scope, '_>,
+        plan: &'scope LabPlan,
+        builds: Vec<usize>,
+        compiler: &'scope dyn Compiler,
+    ) -> Kernels {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, std::num::NonZeroUsize::get)
+            .min(builds.len());
+        let queue = Arc::new(Mutex::new(builds.into_iter().collect::<VecDeque<_>>()));
+        let (images, arriving) = mpsc::channel();
+        for _ in 0..threads {
+            let queue = Arc::clone(&queue);
+            let images = images.clone();
+            scope.spawn(move || {
+                while let Some(index) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
+                    let image = compile_build(plan, index, compiler);
+                    if images.send((index, image)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        Kernels {
+            loaded: BTreeMap::new(),
+            images: Vec::new(),
+            arriving: Some(arriving),
+        }
+    }
+
+    /// The image of build `index`, waiting for it if it is still compiling.
+    fn take_image(&mut self, index: usize) -> Option<Result<CompiledKernel, CompileError>> {
+        loop {
+            if let Some(at) = self.images.iter().position(|(i, _)| *i == index) {
+                return Some(self.images.swap_remove(at).1);
+            }
+            match self.arriving.as_ref()?.recv() {
+                Ok(image) => self.images.push(image),
+                Err(_) => self.arriving = None,
+            }
+        }
+    }
+
+    /// Build `index` loaded on `device` (compiled now if it was not among those started).
+    fn load(
+        &mut self,
+        plan: &LabPlan,
+        index: usize,
+        device: &mut dyn Device,
+        compiler: Option<&dyn Compiler>,
+    ) -> Result<Loaded, Refusal> {
+        if let Some(loaded) = self.loaded.get(&index) {
+            return loaded.clone();
+        }
+        let image = match (self.take_image(index), compiler) {
+            (Some(image), _) => image,
+            (None, Some(compiler)) => compile_build(plan, index, compiler),
+            (None, None) => Err(CompileError::Compiler(format!(
+                "build {index} of lab `{}` was not compiled",
+                plan.lab
+            ))),
+        };
+        let loaded = load_image(plan, index, image, device);
+        self.loaded.insert(index, loaded.clone());
+        loaded
+    }
+}
+
+/// Compiles build `index` of `plan`; a compiler that panics fails its kernel's variants, not
+/// the lab.
+fn compile_build(
+    plan: &LabPlan,
+    index: usize,
+    compiler: &dyn Compiler,
+) -> Result<CompiledKernel, CompileError> {
+    let Some(build) = plan.builds.get(index) else {
+        return Err(CompileError::Compiler(format!("no build {index}")));
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        compiler.compile(&CompileRequest {
+            name: &build.source.name,
+            source: &build.source.source,
+            arch: &plan.target.arch,
+            flags: &build.flags,
+        })
+    }))
+    .unwrap_or_else(|_| Err(CompileError::Compiler("the compiler panicked".into())))
+}
+
+fn load_image(
+    plan: &LabPlan,
+    index: usize,
+    image: Result<CompiledKernel, CompileError>,
+    device: &mut dyn Device,
+) -> Result<Loaded, Refusal> {
+    let image = image.map_err(|err| match err {
+        CompileError::Rejected { log, .. } => {
+            let message = match plan.builds.get(index) {
+                Some(build) => crate::diagnostics::map_compile_log(&log, &build.source),
+                None => log,
+            };
+            Refusal::failed(FailureStage::Compile, message)
+        }
+        CompileError::Compiler(message) => Refusal::failed(FailureStage::Compile, message),
+    })?;
+    let (kernel, info) = device
+        .load(&image)
+        .map_err(|err| Refusal::failed(FailureStage::Load, err.to_string()))?;
+    Ok(Loaded {
+        kernel,
+        info,
+        log: image.log,
+        options: image.options,
+    })
+}
+
+/// The build indices `variants` launch, each once, in the order they first run.
+pub fn builds_of<'a>(variants: impl IntoIterator<Item = &'a VariantPlan>) -> Vec<usize> {
+    let mut builds = Vec::new();
+    for variant in variants {
+        if let crate::plan::OpPlan::Kernel(op) = &variant.op {
+            for launch in op.launches() {
+                if !builds.contains(&launch.build) {
+                    builds.push(launch.build);
+                }
+            }
+        }
+    }
+    builds
+}
+
+impl VariantOp for KernelOp {
+    fn prepare(&self, env: &mut Env<'_>, variant: &VariantPlan) -> Result<Prepared, Refusal> {
+        let setup = self
+            .setup
+            .iter()
+            .map(|launch| launch_step(env, launch).map(|(step, _)| step))
+            .collect::<Result<Vec<_>, _>>()?;
+        let later = self
+            .then
+            .iter()
+            .map(|launch| launch_step(env, launch).map(|(step, _)| step))
+            .collect::<Result<Vec<_>, _>>()?;
+        let (main, annotations) = launch_step(env, &self.main)?;
+        Ok(Prepared {
+            setup,
+            timed: std::iter::once(main).chain(later).collect(),
+            staging: None,
+            readback: Readback::Buffer(check_output(env, variant)?),
+            annotations,
+        })
+    }
+}
+
+/// A launch loaded and checked against the device's limits, with what the table says of it.
+fn launch_step(env: &mut Env<'_>, launch: &LaunchPlan) -> Result<(Step, Annotations), Refusal> {
+    let loaded = env.kernels.load(env.plan, launch.build, env.device, None)?;
+    let shape = LaunchShape {
+        grid: launch.grid,
+        block: launch.block,
+        shared_bytes: launch.shared_bytes,
+    };
+    check_shared_memory(env.device, &shape, loaded.info.shared_bytes)?;
+    let resources = resources(env, launch, &loaded, &shape)?;
+    let args = launch
+        .args
+        .iter()
+        .map(|arg| kernel_arg(env, *arg))
+        .collect::<Result<Vec<_>, _>>()?;
+    let annotations = Annotations {
+        compile_flags: loaded.options.clone(),
+        launch: Some(shape),
+        resources: Some(resources),
+        implementation: None,
+    };
+    let step = Step::Launch {
+        kernel: loaded.kernel,
+        shape,
+        args,
+    };
+    Ok((step, annotations))
+}
+
+/// Registers, spills, shared memory and occupancy of a launch.
+fn resources(
+    env: &Env<'_>,
+    launch: &LaunchPlan,
+    loaded: &Loaded,
+    shape: &LaunchShape,
+) -> Result<KernelResources, Refusal> {
+    let threads = shape.threads_per_block();
+    let blocks_per_sm = env
+        .device
+        .blocks_per_sm(loaded.kernel, threads, shape.shared_bytes)
+        .map_err(|err| Refusal::failed(FailureStage::Launch, err.to_string()))?;
+    let entry = env
+        .plan
+        .builds
+        .get(launch.build)
+        .map_or("", |b| b.source.name.as_str());
+    let report = ptxas::parse_report(&loaded.log, entry);
+    let warps_per_sm = (env.device.info().max_threads_per_sm / 32).max(1);
+    Ok(KernelResources {
+        registers: loaded.info.registers,
+        local_bytes: loaded.info.local_bytes,
+        spill_store_bytes: report.map(|r| r.spill_store_bytes),
+        spill_load_bytes: report.map(|r| r.spill_load_bytes),
+        shared_bytes: loaded.info.shared_bytes,
+        blocks_per_sm,
+        occupancy: f64::from(blocks_per_sm * threads.div_ceil(32)) / f64::from(warps_per_sm),
+    })
+}
+
+/// Refuses a launch whose static plus dynamic shared memory is over the device's limit, with
+/// the limit named, before the driver answers with a bare "invalid value". (The plan checked
+/// the dynamic part alone; the static part is known once the kernel is compiled.)
+fn check_shared_memory(
+    device: &dyn Device,
+    shape: &LaunchShape,
+    static_shared: u32,
+) -> Result<(), Refusal> {
+    let info = device.info();
+    let shared = u64::from(static_shared) + u64::from(shape.shared_bytes);
+    if shared > info.max_shared_bytes_per_block {
+        return Err(Refusal::failed(
+            FailureStage::Launch,
+            format!(
+                "the kernel needs {shared} bytes of shared memory per block ({static_shared} static + {} dynamic); \
+                 {} allows at most {} per block",
+                shape.shared_bytes, info.name, info.max_shared_bytes_per_block
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn kernel_arg(env: &Env<'_>, arg: ArgPlan) -> Result<KernelArg, Refusal> {
+    Ok(match arg {
+        ArgPlan::Buffer(index) => KernelArg::Buffer(env.buffer(index)?),
+        ArgPlan::I32(v) => KernelArg::I32(v),
+        ArgPlan::I64(v) => KernelArg::I64(v),
+        ArgPlan::U32(v) => KernelArg::U32(v),
+        ArgPlan::U64(v) => KernelArg::U64(v),
+        ArgPlan::F32(v) => KernelArg::F32(v),
+    })
+}

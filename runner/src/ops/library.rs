@@ -1,0 +1,28 @@
+//! The vendor library's transpose (cuBLAS `geam` on NVIDIA), a peer of the course's kernels.
+
+use super::{Annotations, Env, Prepared, Refusal, Step, VariantOp, single};
+use crate::plan::{TransposeOp, VariantPlan};
+
+impl VariantOp for TransposeOp {
+    fn prepare(&self, env: &mut Env<'_>, variant: &VariantPlan) -> Result<Prepared, Refusal> {
+        let implementation = env
+            .device
+            .transpose_library()
+            .map_err(|reason| Refusal::Unavailable {
+                reason: reason.to_string(),
+            })?;
+        let step = Step::Transpose {
+            dst: env.buffer(self.dst)?,
+            src: env.buffer(self.src)?,
+            rows: self.rows,
+            cols: self.cols,
+        };
+        Ok(Prepared {
+            annotations: Annotations {
+                implementation: Some(implementation),
+                ..Annotations::default()
+            },
+            ..single(env, variant, step)?
+        })
+    }
+}

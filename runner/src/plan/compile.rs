@@ -1,0 +1,482 @@
+//! [`compile`]: a [`LabSpec`] and the device's limits in, a [`LabPlan`] out, or the first
+//! problem found, at the lab file's line.
+
+use super::{
+    ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, HostCopyOp,
+    KernelBuild, KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, Target, TimingPlan,
+    TransposeOp, VariantPlan,
+};
+use crate::references;
+use kernelbook_core::KernelSource;
+use kernelbook_core::expr::{Expr, Params};
+use kernelbook_core::results::Work;
+use kernelbook_core::spec::{
+    ArgSpec, Builtin, CheckSpec, LabError, LabSpec, LaunchSpec, ScalarType, VariantSpec,
+    compile_flags,
+};
+use kernelbook_core::stats::StoppingRule;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The runner's own measuring settings, which a lab's `[timing]` may override.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub rule: StoppingRule,
+    /// Untimed runs of each variant before sampling.
+    pub warmup_runs: usize,
+}
+
+impl Default for Measurement {
+    fn default() -> Self {
+        Measurement {
+            rule: StoppingRule::default(),
+            warmup_runs: 3,
+        }
+    }
+}
+
+/// The longest time limit a lab may set: a day. Longer is a typo, and an `Instant` past it
+/// could overflow.
+const MAX_TIMEOUT_S: u64 = 24 * 60 * 60;
+
+/// Compiles `lab` for `target`. `kernels` holds the book's kernel blocks by name; a kernel the
+/// lab names that is not there is an error at the line naming it.
+pub fn compile(
+    lab: &LabSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+    target: &Target,
+    measurement: &Measurement,
+) -> Result<LabPlan, LabError> {
+    let mut compiler = PlanCompiler {
+        lab,
+        kernels,
+        target,
+        builds: Vec::new(),
+        checks: Vec::new(),
+    };
+    let buffers = compiler.buffers()?;
+    let variants = lab
+        .variants
+        .iter()
+        .map(|variant| compiler.variant(variant, &buffers))
+        .collect::<Result<Vec<_>, _>>()?;
+    let timeout_s = lab.timeout_s.unwrap_or(120);
+    if !(1..=MAX_TIMEOUT_S).contains(&timeout_s) {
+        return Err(lab.error_at(
+            "timeout_s",
+            format!("timeout_s = {timeout_s} must be between 1 and {MAX_TIMEOUT_S} seconds"),
+        ));
+    }
+    Ok(LabPlan {
+        lab: lab.name.clone(),
+        params: lab.params.clone(),
+        target: target.clone(),
+        ceiling: lab.ceiling.clone(),
+        profile: lab.profile,
+        timeout_s,
+        timing: TimingPlan {
+            rule: lab.stopping_rule(&measurement.rule),
+            warmup_runs: measurement.warmup_runs,
+        },
+        buffers,
+        builds: compiler.builds,
+        checks: compiler.checks,
+        variants,
+    })
+}
+
+/// The state of one compilation: builds and checks are shared between variants, so they are
+/// collected as the variants are compiled.
+struct PlanCompiler<'a> {
+    lab: &'a LabSpec,
+    kernels: &'a BTreeMap<String, KernelSource>,
+    target: &'a Target,
+    builds: Vec<KernelBuild>,
+    checks: Vec<CheckPlan>,
+}
+
+impl PlanCompiler<'_> {
+    /// Evaluates `expr`; an error names the line it is written on and what it is.
+    fn eval(&self, expr: &Expr, what: &str) -> Result<i64, LabError> {
+        expr.eval(&self.lab.params)
+            .map_err(|err| self.lab.error_at(expr.as_str(), format!("{what}: {err}")))
+    }
+
+    /// Evaluates `expr` into the unsigned type `T`, refusing negative or too large values.
+    fn eval_into<T: TryFrom<i64>>(&self, expr: &Expr, what: &str) -> Result<T, LabError> {
+        let value = self.eval(expr, what)?;
+        T::try_from(value).map_err(|_| {
+            self.lab.error_at(
+                expr.as_str(),
+                format!(
+                    "{what} `{expr}` is {value}, out of range (at most {})",
+                    std::any::type_name::<T>()
+                ),
+            )
+        })
+    }
+
+    fn buffers(&self) -> Result<Vec<BufferPlan>, LabError> {
+        self.lab
+            .buffers
+            .iter()
+            .map(|spec| {
+                let what = format!("buffer `{}` length", spec.name);
+                let len: usize = self.eval_into(&spec.len, &what)?;
+                let bytes = len.checked_mul(spec.elem.size()).ok_or_else(|| {
+                    self.lab.error_at(
+                        spec.len.as_str(),
+                        format!("buffer `{}` is too large to address", spec.name),
+                    )
+                })?;
+                Ok(BufferPlan {
+                    name: spec.name.clone(),
+                    elem: spec.elem,
+                    len,
+                    bytes,
+                    fill: spec.fill,
+                })
+            })
+            .collect()
+    }
+
+    fn buffer_index(&self, name: &str, near: &str) -> Result<usize, LabError> {
+        self.lab
+            .buffers
+            .iter()
+            .position(|b| b.name == name)
+            .ok_or_else(|| {
+                self.lab.error_at(
+                    near,
+                    format!("`{name}` is not a buffer of lab `{}`", self.lab.name),
+                )
+            })
+    }
+
+    fn variant(
+        &mut self,
+        variant: &VariantSpec,
+        buffers: &[BufferPlan],
+    ) -> Result<VariantPlan, LabError> {
+        let lab = self.lab;
+        let bytes = variant.bytes.as_ref().unwrap_or(&lab.bytes);
+        let check_spec = lab.check_for(variant);
+        let check = self.check(check_spec)?;
+        let work = match lab.work_for(variant) {
+            Some(spec) => Some(Work {
+                count: self.eval_into(&spec.count, "work.count")?,
+                unit: spec.unit.clone(),
+            }),
+            None => None,
+        };
+        let counter = match lab.counter_for(variant) {
+            Some(spec) => Some(CounterPlan {
+                buffer: self.buffer_index(&spec.buffer, &spec.buffer)?,
+                per: self.eval_into::<u64>(&spec.per, "counter.per")?.max(1),
+                unit: spec.unit.clone(),
+            }),
+            None => None,
+        };
+        Ok(VariantPlan {
+            name: variant.name.clone(),
+            bytes_moved: self.eval_into(bytes, "bytes")?,
+            check,
+            flush_l2: variant.flush_l2.unwrap_or(lab.flush_l2),
+            work,
+            counter,
+            op: self.op(variant, check_spec, buffers)?,
+        })
+    }
+
+    /// The index of `spec`'s check, compiling it the first time it is seen.
+    fn check(&mut self, spec: &CheckSpec) -> Result<usize, LabError> {
+        let near = format!("\"{}\"", spec.output());
+        let reference = references::find(spec.reference_name()).ok_or_else(|| {
+            self.lab.error_at(
+                &near,
+                format!("no reference named `{}`", spec.reference_name()),
+            )
+        })?;
+        let inputs = spec
+            .inputs()
+            .iter()
+            .map(|name| self.buffer_index(name, &format!("\"{name}\"")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let output = self.buffer_index(spec.output(), &near)?;
+        let mut args = Params::new();
+        for (name, expr) in spec.exprs() {
+            args.insert(name.to_string(), self.eval(expr, &format!("check.{name}"))?);
+        }
+        let plan = CheckPlan {
+            reference: reference.name().to_string(),
+            inputs,
+            output,
+            comparison: reference.comparison(&args),
+            args,
+        };
+        Ok(match self.checks.iter().position(|c| *c == plan) {
+            Some(index) => index,
+            None => {
+                self.checks.push(plan);
+                self.checks.len() - 1
+            }
+        })
+    }
+
+    fn op(
+        &mut self,
+        variant: &VariantSpec,
+        check: &CheckSpec,
+        buffers: &[BufferPlan],
+    ) -> Result<OpPlan, LabError> {
+        let here = format!("\"{}\"", variant.name);
+        let (Some(builtin), None) = (variant.builtin, &variant.kernel) else {
+            return self.kernel_op(variant).map(OpPlan::Kernel);
+        };
+        let [dst, src] = match variant.args.as_slice() {
+            [dst, src] => [self.buffer_index(dst, &here)?, self.buffer_index(src, &here)?],
+            _ => {
+                return Err(self.lab.error_at(
+                    &here,
+                    format!(
+                        "builtin {} (variant `{}`) takes `args = [dst, src]`, two buffers",
+                        builtin.name(),
+                        variant.name
+                    ),
+                ));
+            }
+        };
+        // A copy moves the check's input, whole: the reference's expected output is that input.
+        let copied = || -> Result<usize, LabError> {
+            let input = check.inputs().first().copied().unwrap_or(check.output());
+            Ok(buffers[self.buffer_index(input, &here)?].bytes)
+        };
+        let host = |direction, pinned| -> Result<OpPlan, LabError> {
+            Ok(OpPlan::HostCopy(HostCopyOp {
+                direction,
+                pinned,
+                dst,
+                src,
+                bytes: copied()?,
+            }))
+        };
+        match builtin {
+            Builtin::Memcpy => Ok(OpPlan::DeviceCopy(DeviceCopyOp {
+                dst,
+                src,
+                bytes: copied()?,
+            })),
+            Builtin::HostToDevicePageable => host(Direction::HostToDevice, false),
+            Builtin::HostToDevicePinned => host(Direction::HostToDevice, true),
+            Builtin::DeviceToHostPageable => host(Direction::DeviceToHost, false),
+            Builtin::DeviceToHostPinned => host(Direction::DeviceToHost, true),
+            Builtin::LibraryTranspose => {
+                let (rows, cols) = self.transpose_shape(check, &here)?;
+                Ok(OpPlan::LibraryTranspose(TransposeOp {
+                    dst,
+                    src,
+                    rows,
+                    cols,
+                }))
+            }
+            Builtin::TorchTranspose | Builtin::PythonTranspose => {
+                let (rows, cols) = self.transpose_shape(check, &here)?;
+                let script = match &variant.script {
+                    Some(name) => Some(self.source(name.get_ref(), name.get_ref())?.clone()),
+                    None => None,
+                };
+                Ok(OpPlan::Python(PythonOp { rows, cols, script }))
+            }
+        }
+    }
+
+    fn transpose_shape(&self, check: &CheckSpec, near: &str) -> Result<(usize, usize), LabError> {
+        match check {
+            CheckSpec::Transpose { rows, cols, .. } => Ok((
+                self.eval_into(rows, "check.rows")?,
+                self.eval_into(cols, "check.cols")?,
+            )),
+            _ => Err(self.lab.error_at(
+                near,
+                "this builtin needs a transpose check, which gives the matrix's shape",
+            )),
+        }
+    }
+
+    fn source(&self, name: &str, near: &str) -> Result<&KernelSource, LabError> {
+        self.kernels.get(name).ok_or_else(|| {
+            self.lab.error_at(
+                &format!("\"{near}\""),
+                format!("kernel `{name}` is not in the book (no ```cuda kernel={name} block)"),
+            )
+        })
+    }
+
+    fn kernel_op(&mut self, variant: &VariantSpec) -> Result<KernelOp, LabError> {
+        let here = format!("\"{}\"", variant.name);
+        let Some(kernel) = variant.kernel.as_ref() else {
+            return Err(self.lab.error_at(
+                &here,
+                format!(
+                    "variant `{}` needs `kernel = \"...\"` or a builtin",
+                    variant.name
+                ),
+            ));
+        };
+        let main = Launch {
+            kernel: kernel.get_ref(),
+            grid: &variant.grid,
+            block: &variant.block,
+            shared_bytes: variant.shared_bytes.as_ref(),
+            args: &variant.args,
+            defines: &variant.defines,
+        };
+        let launches = |this: &mut Self, list: &[LaunchSpec]| {
+            list.iter()
+                .map(|l| this.launch(&Launch::of(l), &variant.name))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        Ok(KernelOp {
+            setup: launches(self, &variant.setup)?,
+            main: self.launch(&main, &variant.name)?,
+            then: launches(self, &variant.then)?,
+        })
+    }
+
+    fn launch(&mut self, launch: &Launch<'_>, variant: &str) -> Result<LaunchPlan, LabError> {
+        let source = self.source(launch.kernel, launch.kernel)?.clone();
+        let build = KernelBuild {
+            key: launch.kernel.to_string(),
+            source,
+            flags: compile_flags(&self.lab.compile_flags, launch.defines),
+        };
+        let build = match self.builds.iter().position(|b| *b == build) {
+            Some(index) => index,
+            None => {
+                self.builds.push(build);
+                self.builds.len() - 1
+            }
+        };
+        let grid = self.dims(launch.grid, "grid", variant, &self.target.max_grid)?;
+        let max_block = [self.target.max_threads_per_block, 1024, 64];
+        let block = self.dims(launch.block, "block", variant, &max_block)?;
+        let threads: u64 = block.iter().map(|&d| u64::from(d)).product();
+        let here = format!("\"{variant}\"");
+        if threads > u64::from(self.target.max_threads_per_block) {
+            return Err(self.lab.error_at(
+                &here,
+                format!(
+                    "variant `{variant}`: a block of {threads} threads is more than the {} a block may have",
+                    self.target.max_threads_per_block
+                ),
+            ));
+        }
+        let shared_bytes: u32 = match launch.shared_bytes {
+            Some(expr) => self.eval_into(expr, "shared_bytes")?,
+            None => 0,
+        };
+        if u64::from(shared_bytes) > self.target.max_shared_bytes_per_block {
+            return Err(self.lab.error_at(
+                &here,
+                format!(
+                    "variant `{variant}`: {shared_bytes} bytes of dynamic shared memory per block; \
+                     the device allows at most {}",
+                    self.target.max_shared_bytes_per_block
+                ),
+            ));
+        }
+        Ok(LaunchPlan {
+            build,
+            grid,
+            block,
+            shared_bytes,
+            args: self.args(launch.args)?,
+        })
+    }
+
+    fn dims(
+        &self,
+        exprs: &[Expr],
+        what: &str,
+        variant: &str,
+        limits: &[u32; 3],
+    ) -> Result<[u32; 3], LabError> {
+        let here = format!("\"{variant}\"");
+        if exprs.is_empty() || exprs.len() > 3 {
+            return Err(self.lab.error_at(
+                &here,
+                format!("variant `{variant}`: `{what}` needs 1 to 3 dimensions"),
+            ));
+        }
+        let mut out = [1u32; 3];
+        for ((slot, expr), limit) in out.iter_mut().zip(exprs).zip(limits) {
+            let value = self.eval(expr, &format!("variant `{variant}`: {what}"))?;
+            if value < 1 || value > i64::from(*limit) {
+                return Err(self.lab.error_at(
+                    &here,
+                    format!(
+                        "variant `{variant}`: {what} dimension `{expr}` is {value}; the device allows 1 to {limit}"
+                    ),
+                ));
+            }
+            *slot = value as u32;
+        }
+        Ok(out)
+    }
+
+    fn args(&self, args: &[String]) -> Result<Vec<ArgPlan>, LabError> {
+        self.lab
+            .parse_args(args)?
+            .iter()
+            .map(|arg| match arg {
+                ArgSpec::Buffer(name) => Ok(ArgPlan::Buffer(self.buffer_index(name, name)?)),
+                ArgSpec::Scalar { expr, ty } => self.scalar(expr, *ty),
+            })
+            .collect()
+    }
+
+    fn scalar(&self, expr: &Expr, ty: ScalarType) -> Result<ArgPlan, LabError> {
+        let what = "argument";
+        Ok(match ty {
+            ScalarType::I32 => ArgPlan::I32(self.eval_into(expr, what)?),
+            ScalarType::I64 => ArgPlan::I64(self.eval(expr, what)?),
+            ScalarType::U32 => ArgPlan::U32(self.eval_into(expr, what)?),
+            ScalarType::U64 => ArgPlan::U64(self.eval_into(expr, what)?),
+            ScalarType::F32 => {
+                let value = self.eval(expr, what)?;
+                // Integers up to 2^24 are exact in f32; past that the kernel would get another
+                // number than the lab file says.
+                if value.unsigned_abs() > 1 << 24 {
+                    return Err(self.lab.error_at(
+                        expr.as_str(),
+                        format!("argument `{expr}` = {value} is not exact as an f32"),
+                    ));
+                }
+                ArgPlan::F32(value as f32)
+            }
+        })
+    }
+}
+
+/// One launch as the lab file writes it: a variant's own, or a `setup`/`then` entry.
+struct Launch<'a> {
+    kernel: &'a str,
+    grid: &'a [Expr],
+    block: &'a [Expr],
+    shared_bytes: Option<&'a Expr>,
+    args: &'a [String],
+    defines: &'a BTreeMap<String, String>,
+}
+
+impl<'a> Launch<'a> {
+    fn of(launch: &'a LaunchSpec) -> Launch<'a> {
+        Launch {
+            kernel: launch.kernel_name(),
+            grid: &launch.grid,
+            block: &launch.block,
+            shared_bytes: launch.shared_bytes.as_ref(),
+            args: &launch.args,
+            defines: &launch.defines,
+        }
+    }
+}

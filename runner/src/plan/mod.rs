@@ -1,0 +1,338 @@
+//! The lab plan: a lab file compiled once, against the device's properties, into everything a
+//! measurement needs with every number already worked out.
+//!
+//! [`compile`] evaluates each expression of a [`LabSpec`] once: buffers get their lengths and
+//! types, launches their grid, block, shared memory and arguments, checks their buffers and
+//! size arguments, and the timing rule its lab overrides. What comes out is a [`LabPlan`], plain
+//! data that serialises to JSON. It is what the measuring child receives (the child never reads
+//! a lab file), what an exercise extends with the learner's variant
+//! ([`LabPlan::with_learner_kernel`]), and what the cache key is hashed from ([`LabPlan::key`]):
+//! a field added to the plan changes the key without anyone remembering to add it there.
+//!
+//! Presentation (titles, row labels, the access-pattern prose) is not in the plan: rewording a
+//! table must not cost a GPU run. This module knows nothing of processes or GPUs; the device's
+//! properties reach it as a [`Target`].
+
+mod compile;
+mod key;
+
+pub use compile::{Measurement, compile};
+pub use key::Toolchain;
+
+use crate::references::Comparison;
+use kernelbook_core::KernelSource;
+use kernelbook_core::expr::Params;
+use kernelbook_core::results::{DeviceInfo, Work};
+use kernelbook_core::spec::{ElemType, Fill};
+use kernelbook_core::stats::StoppingRule;
+use serde::{Deserialize, Serialize};
+
+/// The device properties a plan is compiled against: what decides whether a launch is
+/// possible and what kernels are compiled for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Target {
+    /// "cuda" or "hip".
+    pub backend: String,
+    /// What kernels are compiled for, e.g. "sm_90" or "gfx90a".
+    pub arch: String,
+    pub max_threads_per_block: u32,
+    pub max_grid: [u32; 3],
+    pub max_shared_bytes_per_block: u64,
+    pub l2_bytes: u64,
+}
+
+impl Target {
+    /// The limits of `device`. Blocks of 1024 threads and grids of 2^31 − 1 × 65535 × 65535
+    /// blocks are what CUDA and HIP both allow on every GPU the book runs on.
+    pub fn of(device: &DeviceInfo) -> Target {
+        Target {
+            backend: device.backend.clone(),
+            arch: device.arch.clone(),
+            max_threads_per_block: 1024,
+            max_grid: [i32::MAX as u32, 65535, 65535],
+            max_shared_bytes_per_block: device.max_shared_bytes_per_block,
+            l2_bytes: device.l2_bytes,
+        }
+    }
+}
+
+/// A lab, compiled: see the module documentation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LabPlan {
+    pub lab: String,
+    pub params: Params,
+    pub target: Target,
+    /// The variant whose bandwidth is the lab's 100 %.
+    pub ceiling: Option<String>,
+    /// Whether the lab's kernels are profiled under Nsight Compute after measuring.
+    pub profile: bool,
+    /// Seconds a variant may take (compile, check and timing together) before it counts as hung.
+    pub timeout_s: u64,
+    pub timing: TimingPlan,
+    pub buffers: Vec<BufferPlan>,
+    /// Every distinct (kernel, compiler options) pair the variants launch, compiled once each.
+    pub builds: Vec<KernelBuild>,
+    /// Every distinct check; a variant names one by index.
+    pub checks: Vec<CheckPlan>,
+    pub variants: Vec<VariantPlan>,
+}
+
+/// How samples are taken.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TimingPlan {
+    /// The runner's stopping rule with the lab's `[timing]` overrides applied.
+    pub rule: StoppingRule,
+    /// Untimed runs of each variant before sampling.
+    pub warmup_runs: usize,
+}
+
+/// A device buffer, sized and typed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferPlan {
+    pub name: String,
+    pub elem: ElemType,
+    /// Elements.
+    pub len: usize,
+    pub bytes: usize,
+    pub fill: Fill,
+}
+
+/// A kernel of the book and the compiler options one or more launches build it with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelBuild {
+    /// The name the lab file uses (a kernel of the book, or the learner's kernel).
+    pub key: String,
+    pub source: KernelSource,
+    /// The lab's compiler flags, then the launch's definitions.
+    pub flags: Vec<String>,
+}
+
+/// A check bound to its buffers: the reference to compute and how outputs compare with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckPlan {
+    /// The reference's name in the registry ([`crate::references::find`]).
+    pub reference: String,
+    /// Buffers the reference reads (each filled once per lab, so its host copy is what the GPU
+    /// received), by index into [`LabPlan::buffers`].
+    pub inputs: Vec<usize>,
+    /// The buffer compared with the reference.
+    pub output: usize,
+    /// The check's size arguments, evaluated.
+    pub args: Params,
+    pub comparison: Comparison,
+}
+
+/// One row of the lab's table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantPlan {
+    pub name: String,
+    /// Bytes the variant must move: the numerator of its effective bandwidth.
+    pub bytes_moved: u64,
+    /// Index into [`LabPlan::checks`].
+    pub check: usize,
+    /// Flush the L2 before every timed sample.
+    pub flush_l2: bool,
+    pub work: Option<Work>,
+    pub counter: Option<CounterPlan>,
+    pub op: OpPlan,
+}
+
+/// What a variant runs: one kind of operation each (see `crate::ops`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum OpPlan {
+    /// Kernels of the book: untimed setup launches, then the variant's own launch and any later
+    /// stages, timed together.
+    Kernel(KernelOp),
+    /// The driver's device-to-device copy.
+    DeviceCopy(DeviceCopyOp),
+    /// A copy between host memory and the device, pageable or pinned.
+    HostCopy(HostCopyOp),
+    /// The vendor library's transpose (cuBLAS `geam`).
+    LibraryTranspose(TransposeOp),
+    /// A row measured by the Python process: PyTorch's transpose, or a Python block of the book.
+    Python(PythonOp),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelOp {
+    pub setup: Vec<LaunchPlan>,
+    pub main: LaunchPlan,
+    pub then: Vec<LaunchPlan>,
+}
+
+impl KernelOp {
+    /// Every launch in the order it runs.
+    pub fn launches(&self) -> impl Iterator<Item = &LaunchPlan> {
+        self.setup
+            .iter()
+            .chain(std::iter::once(&self.main))
+            .chain(&self.then)
+    }
+}
+
+/// One launch, resolved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchPlan {
+    /// Index into [`LabPlan::builds`].
+    pub build: usize,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory per block.
+    pub shared_bytes: u32,
+    pub args: Vec<ArgPlan>,
+}
+
+/// A kernel argument, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "value", rename_all = "snake_case")]
+pub enum ArgPlan {
+    /// The device pointer of a buffer (index into [`LabPlan::buffers`]).
+    Buffer(usize),
+    I32(i32),
+    I64(i64),
+    U32(u32),
+    U64(u64),
+    F32(f32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeviceCopyOp {
+    pub dst: usize,
+    pub src: usize,
+    pub bytes: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    HostToDevice,
+    DeviceToHost,
+}
+
+/// A host↔device copy. Host to device copies the host copy of `src` (a filled buffer) into
+/// `dst`; device to host copies `src` into host memory, and the check reads that memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostCopyOp {
+    pub direction: Direction,
+    pub pinned: bool,
+    pub dst: usize,
+    pub src: usize,
+    pub bytes: usize,
+}
+
+/// A row-major `rows × cols` f32 transpose of `src` into `dst`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransposeOp {
+    pub dst: usize,
+    pub src: usize,
+    pub rows: usize,
+    pub cols: usize,
+}
+
+/// A transpose timed in the Python process: PyTorch's (`script: None`) or the `transpose(x)`
+/// of a Python block of the book.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PythonOp {
+    pub rows: usize,
+    pub cols: usize,
+    pub script: Option<KernelSource>,
+}
+
+/// A value the kernel measures itself: element 0 of a u64 buffer, divided by `per`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CounterPlan {
+    pub buffer: usize,
+    pub per: u64,
+    pub unit: String,
+}
+
+impl LabPlan {
+    pub fn variant(&self, name: &str) -> Option<&VariantPlan> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+
+    /// Whether any variant runs in the Python process.
+    pub fn runs_python(&self) -> bool {
+        self.variants
+            .iter()
+            .any(|v| matches!(v.op, OpPlan::Python(_)))
+    }
+
+    /// The same plan with only the variants named in `names`, in the plan's order. Buffers,
+    /// builds and checks stay, so indices stay valid.
+    pub fn select(&self, names: &[String]) -> LabPlan {
+        LabPlan {
+            variants: self
+                .variants
+                .iter()
+                .filter(|v| names.contains(&v.name))
+                .cloned()
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The kernel build a launch uses.
+    pub fn build(&self, launch: &LaunchPlan) -> Option<&KernelBuild> {
+        self.builds.get(launch.build)
+    }
+
+    /// The fingerprint of every kernel `variant` launches, its own first.
+    pub fn kernel_of(&self, variant: &VariantPlan) -> Option<&KernelBuild> {
+        match &variant.op {
+            OpPlan::Kernel(op) => self.build(&op.main),
+            _ => None,
+        }
+    }
+
+    /// A copy of this plan with the learner's variant inserted right after `starter` (so the
+    /// two are timed back to back): the starter's launch in every respect, running `kernel`
+    /// (the learner's source, under the key `key`) instead of the starter's kernel.
+    pub fn with_learner_kernel(
+        &self,
+        starter: &str,
+        name: &str,
+        key: &str,
+        kernel: KernelSource,
+    ) -> Result<LabPlan, String> {
+        let position = self
+            .variants
+            .iter()
+            .position(|v| v.name == starter)
+            .ok_or_else(|| format!("lab `{}` has no variant `{starter}`", self.lab))?;
+        if self.variant(name).is_some() {
+            return Err(format!(
+                "lab `{}` already has a variant `{name}`, the name `kernelbook check` gives the \
+                 learner's kernel; rename that variant",
+                self.lab
+            ));
+        }
+        let mut learner = self.variants[position].clone();
+        let OpPlan::Kernel(op) = &mut learner.op else {
+            return Err(format!(
+                "the exercise's starter `{starter}` of lab `{}` runs a builtin, not a kernel",
+                self.lab
+            ));
+        };
+        let mut plan = self.clone();
+        let flags = plan.builds[op.main.build].flags.clone();
+        plan.builds.push(KernelBuild {
+            key: key.to_string(),
+            source: kernel,
+            flags,
+        });
+        op.main.build = plan.builds.len() - 1;
+        learner.name = name.to_string();
+        plan.variants.insert(position + 1, learner);
+        Ok(plan)
+    }
+
+    /// Seconds a variant may take.
+    pub fn timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.timeout_s)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,238 @@
+//! The plan: what changes the cache key and what does not, compile errors at the lab file's
+//! line, and a plan's round trip through JSON.
+
+use super::*;
+use kernelbook_core::SourceLocation;
+use kernelbook_core::spec::LabSpec;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const LAB: &str = r#"
+name = "copy"
+title = "Copy"
+bytes = "2 * n * 4"
+[params]
+n = 1024
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+[[variants]]
+name = "scalar"
+label = "scalar copy"
+access = "coalesced"
+kernel = "copy_scalar"
+grid = ["n / 256"]
+block = [256]
+args = ["dst", "src", "n"]
+"#;
+
+/// An H200 as the CUDA backend describes it.
+pub(crate) fn h200() -> DeviceInfo {
+    DeviceInfo {
+        backend: "cuda".into(),
+        name: "NVIDIA H200".into(),
+        uuid: "GPU-1".into(),
+        arch: "sm_90".into(),
+        compute_capability: (9, 0),
+        sm_count: 132,
+        l2_bytes: 62914560,
+        memory_bytes: 1 << 37,
+        memory_clock_khz: 3_201_000,
+        bus_width_bits: 6016,
+        sm_clock_khz: 1_980_000,
+        max_threads_per_sm: 2048,
+        max_shared_bytes_per_block: 232448,
+    }
+}
+
+fn toolchain() -> Toolchain {
+    Toolchain {
+        device: h200(),
+        driver_version: "13.0".into(),
+        compiler_version: "NVRTC 13.0".into(),
+    }
+}
+
+fn kernels_at(source: &str, line: usize) -> BTreeMap<String, KernelSource> {
+    BTreeMap::from([(
+        "copy_scalar".to_string(),
+        KernelSource {
+            name: "copy_scalar".into(),
+            source: source.into(),
+            origin: SourceLocation {
+                file: "a.md".into(),
+                line,
+            },
+            language: Default::default(),
+        },
+    )])
+}
+
+fn plan_of(text: &str, kernels: &BTreeMap<String, KernelSource>) -> Result<LabPlan, LabError> {
+    let lab = LabSpec::parse(text, Path::new("labs/copy.toml"))?;
+    compile(&lab, kernels, &Target::of(&h200()), &Measurement::default())
+}
+
+use kernelbook_core::spec::LabError;
+
+fn key(text: &str, source: &str, toolchain: &Toolchain) -> String {
+    plan_of(text, &kernels_at(source, 3))
+        .expect("a plan")
+        .key(toolchain)
+}
+
+#[test]
+fn the_key_is_stable_and_ignores_presentation_and_where_the_kernel_is_written() {
+    let base = key(LAB, "a", &toolchain());
+    assert_eq!(base, key(LAB, "a", &toolchain()));
+    let reworded = LAB
+        .replace("title = \"Copy\"", "title = \"A copy\"")
+        .replace("label = \"scalar copy\"", "label = \"the scalar copy\"")
+        .replace("access = \"coalesced\"", "access = \"fully coalesced\"");
+    assert_eq!(base, key(&reworded, "a", &toolchain()), "a label does not");
+    let moved = plan_of(LAB, &kernels_at("a", 40)).expect("plan");
+    assert_eq!(base, moved.key(&toolchain()), "moving the block down does not");
+}
+
+#[test]
+fn the_key_changes_with_everything_that_changes_a_measurement() {
+    let base = key(LAB, "a", &toolchain());
+    assert_ne!(base, key(LAB, "a // edited", &toolchain()), "kernel source");
+    let n = LAB.replace("n = 1024", "n = 2048");
+    assert_ne!(base, key(&n, "a", &toolchain()), "params");
+    let block = LAB.replace("block = [256]", "block = [128]");
+    assert_ne!(base, key(&block, "a", &toolchain()), "launch shape");
+    let grid = LAB.replace("grid = [\"n / 256\"]", "grid = [\"n / 128\"]");
+    assert_ne!(base, key(&grid, "a", &toolchain()), "a grid does");
+    let flags = LAB.replace("bytes = ", "compile_flags = [\"-DX=1\"]\nbytes = ");
+    assert_ne!(base, key(&flags, "a", &toolchain()), "compile flags");
+    let with_timing = |timing: &str| {
+        let text = LAB.replace("[params]", &format!("[timing]\n{timing}\n\n[params]"));
+        key(&text, "a", &toolchain())
+    };
+    assert_ne!(base, with_timing("max_wall_s = 3"), "the lab's stopping rule");
+    assert_eq!(
+        base,
+        with_timing("max_wall_s = 10"),
+        "a [timing] table that repeats the defaults changes nothing"
+    );
+    let mut other = toolchain();
+    other.device.uuid = "GPU-2".into();
+    assert_ne!(base, key(LAB, "a", &other), "device");
+    let mut other = toolchain();
+    other.driver_version = "13.1".into();
+    assert_ne!(base, key(LAB, "a", &other), "driver");
+    let mut other = toolchain();
+    other.compiler_version = "NVRTC 13.1".into();
+    assert_ne!(base, key(LAB, "a", &other), "compiler");
+}
+
+#[test]
+fn kernels_the_lab_does_not_run_do_not_change_its_key() {
+    let mut more = kernels_at("a", 3);
+    let base = plan_of(LAB, &more).expect("plan").key(&toolchain());
+    more.insert("unrelated".into(), more["copy_scalar"].clone());
+    assert_eq!(base, plan_of(LAB, &more).expect("plan").key(&toolchain()));
+}
+
+#[test]
+fn a_plan_round_trips_through_json() {
+    let plan = plan_of(LAB, &kernels_at("a", 3)).expect("plan");
+    let json = serde_json::to_string(&plan).expect("serialise");
+    let back: LabPlan = serde_json::from_str(&json).expect("deserialise");
+    assert_eq!(back, plan);
+    assert_eq!(back.key(&toolchain()), plan.key(&toolchain()));
+}
+
+#[test]
+fn every_number_is_evaluated_in_the_plan() {
+    let plan = plan_of(LAB, &kernels_at("a", 3)).expect("plan");
+    assert_eq!(plan.buffers[0].bytes, 4096);
+    let variant = &plan.variants[0];
+    assert_eq!(variant.bytes_moved, 8192);
+    let OpPlan::Kernel(op) = &variant.op else {
+        panic!("a kernel variant");
+    };
+    assert_eq!(op.main.grid, [4, 1, 1]);
+    assert_eq!(op.main.block, [256, 1, 1]);
+    assert_eq!(
+        op.main.args,
+        [ArgPlan::Buffer(1), ArgPlan::Buffer(0), ArgPlan::I32(1024)]
+    );
+    assert_eq!(plan.checks[variant.check].reference, "copy");
+    assert_eq!(plan.timeout_s, 120);
+}
+
+fn compile_error(text: &str) -> LabError {
+    plan_of(text, &kernels_at("a", 3)).expect_err("a compile error")
+}
+
+#[test]
+fn an_expression_that_overflows_names_the_file_and_line() {
+    let err = compile_error(&LAB.replace("len = \"n\"\nfill = \"random\"", "len = \"n * 9223372036854775807\"\nfill = \"random\""));
+    assert_eq!(err.file, Path::new("labs/copy.toml"));
+    assert_eq!(err.line, 9, "{err}");
+    assert!(err.message.contains("overflow"), "{err}");
+}
+
+#[test]
+fn a_division_by_zero_names_its_line() {
+    let err = compile_error(&LAB.replace("grid = [\"n / 256\"]", "grid = [\"n / (n - n)\"]"));
+    assert!(err.message.contains("division by zero"), "{err}");
+    assert_eq!(err.line, 24, "{err}");
+}
+
+#[test]
+fn a_grid_over_the_devices_limit_is_refused_at_the_variant() {
+    let text = LAB.replace("block = [256]", "block = [256, 1, 65]");
+    let err = compile_error(&text);
+    assert!(err.message.contains("the device allows 1 to 64"), "{err}");
+    assert_eq!(err.line, 20, "{err}");
+    let err = compile_error(&LAB.replace("block = [256]", "block = [2048]"));
+    assert!(err.message.contains("1024"), "{err}");
+}
+
+#[test]
+fn an_argument_of_the_wrong_type_is_refused() {
+    let err = compile_error(&LAB.replace("\"dst\", \"src\", \"n\"", "\"dst\", \"src\", \"-n:u32\""));
+    assert!(err.message.contains("out of range"), "{err}");
+    assert_eq!(err.line, 26, "{err}");
+}
+
+#[test]
+fn a_time_limit_out_of_range_is_refused() {
+    let text = LAB.replace("bytes = ", "timeout_s = 9223372036854775807\nbytes = ");
+    let err = compile_error(&text);
+    assert!(err.message.contains("between 1 and 86400"), "{err}");
+    let err = compile_error(&LAB.replace("bytes = ", "timeout_s = 0\nbytes = "));
+    assert_eq!(err.line, 4, "{err}");
+}
+
+#[test]
+fn a_learner_kernel_is_the_starters_launch_with_another_build() {
+    let plan = plan_of(LAB, &kernels_at("a", 3)).expect("plan");
+    let mut learner = kernels_at("b", 1)["copy_scalar"].clone();
+    learner.origin.file = "exercises/copy.cu".into();
+    let extended = plan
+        .with_learner_kernel("scalar", "yours", "yours:copy_scalar", learner)
+        .expect("extended");
+    assert_eq!(extended.variants.len(), 2);
+    let (OpPlan::Kernel(starter), OpPlan::Kernel(yours)) =
+        (&extended.variants[0].op, &extended.variants[1].op)
+    else {
+        panic!("kernel variants");
+    };
+    assert_eq!(starter.main.grid, yours.main.grid);
+    assert_ne!(starter.main.build, yours.main.build);
+    assert_eq!(extended.builds[yours.main.build].source.source, "b");
+    assert_eq!(extended.builds[yours.main.build].key, "yours:copy_scalar");
+}

@@ -1,0 +1,55 @@
+//! The measuring child's protocol, in one place (as rust-analyzer keeps its proc-macro server's):
+//! the parent writes one [`ChildRequest`] per line of JSON on the child's stdin; the child
+//! answers with [`Event`]s, one JSON line each, on its stdout.
+
+use crate::backend::BackendChoice;
+use crate::engine::RunOptions;
+use crate::plan::LabPlan;
+use kernelbook_core::results::{Clocks, Provenance, VariantResult};
+use serde::{Deserialize, Serialize};
+
+/// The first argument that makes a kernelbook binary act as a measuring child.
+pub const CHILD_ARG: &str = "__measure-lab";
+
+/// What the parent asks a child to measure. The plan is complete: the child reads no lab file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChildRequest {
+    pub backend: BackendChoice,
+    pub plan: LabPlan,
+    pub options: RunOptions,
+}
+
+/// One line of a child's stdout.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Event {
+    Stage {
+        message: String,
+    },
+    Started {
+        index: usize,
+        total: usize,
+        name: String,
+    },
+    Samples {
+        count: usize,
+    },
+    Begin {
+        provenance: Box<Provenance>,
+    },
+    Finished {
+        result: Box<VariantResult>,
+    },
+    /// Everything asked for was measured (or a sticky fault stopped it); the clocks right after
+    /// the last sample.
+    Done {
+        #[serde(default)]
+        clocks: Option<Clocks>,
+        /// The process can measure another lab (its device is still usable).
+        #[serde(default)]
+        reusable: bool,
+    },
+    Failed {
+        message: String,
+    },
+}

@@ -1,0 +1,134 @@
+//! The measuring child's side: reads [`ChildRequest`]s from stdin, one per line, runs each plan
+//! with the engine and reports on stdout; ends at the end of its input, after a lab fails, or
+//! once its device is unusable.
+
+use crate::backend::{self, BackendChoice, Compiler, Device};
+use crate::engine::{self, Progress};
+use crate::protocol::{ChildRequest, Event};
+use kernelbook_core::results::{Clocks, Provenance, VariantResult};
+use std::io::{BufRead, Write};
+use std::process::ExitCode;
+
+/// Writes events to stdout, one JSON line each, flushed at once so the parent sees progress.
+struct EventWriter;
+
+impl EventWriter {
+    fn send(&mut self, event: &Event) {
+        let mut out = std::io::stdout().lock();
+        if let Ok(line) = serde_json::to_string(event) {
+            // A parent that went away cannot be told anything more.
+            let _ = writeln!(out, "{line}");
+            let _ = out.flush();
+        }
+    }
+}
+
+impl Progress for EventWriter {
+    fn stage(&mut self, message: &str) {
+        self.send(&Event::Stage {
+            message: message.to_string(),
+        });
+    }
+    fn variant(&mut self, index: usize, total: usize, name: &str) {
+        self.send(&Event::Started {
+            index,
+            total,
+            name: name.to_string(),
+        });
+    }
+    fn samples(&mut self, count: usize) {
+        if count.is_multiple_of(25) {
+            self.send(&Event::Samples { count });
+        }
+    }
+    fn begin(&mut self, provenance: &Provenance) {
+        self.send(&Event::Begin {
+            provenance: Box::new(provenance.clone()),
+        });
+    }
+    fn finished(&mut self, result: &VariantResult) {
+        self.send(&Event::Finished {
+            result: Box::new(result.clone()),
+        });
+    }
+}
+
+/// The device a child opened for its first request, kept for the next.
+struct ChildGpu {
+    backend: BackendChoice,
+    device: Box<dyn Device + Send>,
+    compiler: Box<dyn Compiler + Send>,
+}
+
+/// The child's main loop (`kernelbook __measure-lab`).
+pub fn child_main() -> ExitCode {
+    let mut events = EventWriter;
+    let mut gpu: Option<ChildGpu> = None;
+    for line in std::io::stdin().lock().lines() {
+        let line = match line {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => line,
+            Err(err) => {
+                events.send(&Event::Failed {
+                    message: format!("cannot read the request: {err}"),
+                });
+                return ExitCode::FAILURE;
+            }
+        };
+        match measure_request(&line, &mut gpu, &mut events) {
+            Ok((clocks, reusable)) => {
+                events.send(&Event::Done { clocks, reusable });
+                if !reusable {
+                    return ExitCode::SUCCESS;
+                }
+            }
+            Err(message) => {
+                events.send(&Event::Failed { message });
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Measures one request; returns the clocks after it and whether the device is still usable.
+fn measure_request(
+    line: &str,
+    gpu: &mut Option<ChildGpu>,
+    events: &mut EventWriter,
+) -> Result<(Option<Clocks>, bool), String> {
+    let request: ChildRequest =
+        serde_json::from_str(line).map_err(|e| format!("malformed request: {e}"))?;
+    if gpu.as_ref().is_none_or(|g| g.backend != request.backend) {
+        let found = backend::find(request.backend).map_err(|e| e.to_string())?;
+        *gpu = Some(ChildGpu {
+            backend: request.backend,
+            device: backend::open(found.backend).map_err(|e| e.to_string())?,
+            compiler: found.compiler,
+        });
+    }
+    let Some(ChildGpu {
+        device, compiler, ..
+    }) = gpu.as_mut()
+    else {
+        return Err("no GPU".into());
+    };
+    let run = engine::run(
+        &request.plan,
+        device.as_mut(),
+        compiler.as_ref(),
+        &request.options,
+        events,
+    );
+    // Freeing the lab's buffers waits for the device: a fault earlier makes that fail, and the
+    // process must not measure anything more.
+    let released = device.release_lab().is_ok();
+    match run {
+        Ok(run) => Ok((
+            run.results.provenance.clocks,
+            released && run.faulted.is_none(),
+        )),
+        // The parent names the lab itself.
+        Err(err) => Err(err.message),
+    }
+}

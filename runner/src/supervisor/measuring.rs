@@ -1,0 +1,316 @@
+//! The measuring process a build keeps between labs, and the loop that measures one lab's
+//! device rows in it: started for the first lab, reused while it is healthy, replaced after it
+//! crashes, hangs or reports its device unusable, the variants left measured by its successor.
+
+use super::RunError;
+use crate::backend::BackendChoice;
+use crate::engine::{EngineError, Progress, RunOptions, failed_result};
+use crate::plan::{LabPlan, OpPlan};
+use crate::protocol::{CHILD_ARG, ChildRequest, Event};
+use crate::stderr_tail::StderrTail;
+use kernelbook_core::results::{FailureStage, Provenance, VariantResult};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// The measuring process a build keeps between labs.
+#[derive(Debug)]
+pub struct MeasuringProcess {
+    exe: PathBuf,
+    live: Mutex<Option<LiveChild>>,
+}
+
+impl MeasuringProcess {
+    /// Children of `exe`, which must answer [`CHILD_ARG`].
+    pub fn new(exe: &Path) -> Self {
+        MeasuringProcess {
+            exe: exe.to_path_buf(),
+            live: Mutex::new(None),
+        }
+    }
+
+    /// The live child for `backend`, or a new one.
+    fn take(&self, backend: BackendChoice) -> Result<LiveChild, ChildFailure> {
+        let reusable = self
+            .live
+            .lock()
+            .ok()
+            .and_then(|mut live| live.take())
+            .filter(|child| child.backend == backend)
+            .and_then(LiveChild::if_running);
+        match reusable {
+            Some(child) => Ok(child),
+            None => LiveChild::spawn(&self.exe, backend),
+        }
+    }
+
+    /// Keeps `child` for the next lab.
+    fn put_back(&self, child: LiveChild) {
+        if let Ok(mut live) = self.live.lock() {
+            *live = Some(child);
+        }
+    }
+}
+
+/// Measures the device rows of `plan` in `process`, again in a fresh process after a crash,
+/// a hang or a sticky fault, until every one has a result. Returns the rows by name and the
+/// provenance the first child reported.
+pub fn measure_in_children(
+    process: &MeasuringProcess,
+    backend: BackendChoice,
+    plan: &LabPlan,
+    seed: u64,
+    progress: &mut dyn Progress,
+) -> Result<(BTreeMap<String, VariantResult>, Provenance), RunError> {
+    let lab_error = |message: String| RunError::Lab(EngineError::lab(&plan.lab, message));
+    let mut remaining: Vec<String> = plan
+        .variants
+        .iter()
+        .filter(|v| !matches!(v.op, OpPlan::Python(_)))
+        .map(|v| v.name.clone())
+        .collect();
+    let mut done: BTreeMap<String, VariantResult> = BTreeMap::new();
+    let mut provenance: Option<Provenance> = None;
+    // At least one child runs, even for a lab of Python rows only: it reports the device.
+    let mut first = true;
+    while first || !remaining.is_empty() {
+        first = false;
+        let request = ChildRequest {
+            backend,
+            plan: plan.clone(),
+            options: RunOptions {
+                seed,
+                only: Some(remaining.clone()),
+            },
+        };
+        let before = remaining.len();
+        let mut on_result = |result: VariantResult| {
+            remaining.retain(|name| *name != result.name);
+            done.insert(result.name.clone(), result);
+        };
+        let ended = run_one_child(
+            process,
+            &request,
+            plan.timeout(),
+            progress,
+            &mut on_result,
+            &mut provenance,
+        )
+        .map_err(|failure| match failure {
+            ChildFailure::Spawn(message) => RunError::Unavailable(message),
+            ChildFailure::Lab(message) => lab_error(message),
+        })?;
+        if let ChildEnd::Stopped {
+            running,
+            stage,
+            message,
+        } = ended
+        {
+            // The variant that was running (or, before any started, the next one) gets the
+            // blame; the next child starts after it.
+            let name = running.or_else(|| remaining.first().cloned());
+            if let Some(variant) = name.and_then(|name| plan.variant(&name)) {
+                remaining.retain(|n| *n != variant.name);
+                done.insert(
+                    variant.name.clone(),
+                    failed_result(plan, variant, stage, message),
+                );
+            }
+        }
+        if before > 0 && remaining.len() == before {
+            return Err(lab_error(
+                "the measuring process made no progress; giving up on the lab".into(),
+            ));
+        }
+    }
+    let provenance =
+        provenance.ok_or_else(|| lab_error("no measuring process reported its device".into()))?;
+    Ok((done, provenance))
+}
+
+/// A running measuring process and its pipes.
+struct LiveChild {
+    backend: BackendChoice,
+    child: Child,
+    stdin: ChildStdin,
+    events: mpsc::Receiver<Event>,
+    stderr: StderrTail,
+}
+
+impl std::fmt::Debug for LiveChild {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveChild")
+            .field("pid", &self.child.id())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The last lines of a child's stderr kept for a crash report.
+const STDERR_LINES: usize = 20;
+
+impl LiveChild {
+    fn spawn(exe: &Path, backend: BackendChoice) -> Result<LiveChild, ChildFailure> {
+        let mut child = Command::new(exe)
+            .arg(CHILD_ARG)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| ChildFailure::Spawn(format!("cannot start {}: {e}", exe.display())))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(ChildFailure::Spawn(
+                "the measuring process has no pipes".into(),
+            ));
+        };
+        let (events_tx, events) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // A line that is not an event (it should not happen) is passed over.
+                if let Ok(event) = serde_json::from_str::<Event>(&line)
+                    && events_tx.send(event).is_err()
+                {
+                    break;
+                }
+            }
+        });
+        let stderr = StderrTail::start(child.stderr.take(), STDERR_LINES);
+        Ok(LiveChild {
+            backend,
+            child,
+            stdin,
+            events,
+            stderr,
+        })
+    }
+
+    /// `self`, if the process has not ended.
+    fn if_running(mut self) -> Option<LiveChild> {
+        matches!(self.child.try_wait(), Ok(None)).then_some(self)
+    }
+
+    /// Waits for the process to end (it has, or is about to); returns its exit status and the
+    /// last three lines of its stderr, joined.
+    fn finish(mut self) -> (String, String) {
+        let status = self
+            .child
+            .wait()
+            .map(|s| s.to_string())
+            .unwrap_or_else(|e| e.to_string());
+        (status, self.stderr.last(3, true))
+    }
+
+    fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// How a child's turn ended.
+pub enum ChildEnd {
+    /// The child measured everything it was asked to.
+    Done,
+    /// The child stopped early: it was killed after the time limit or it died.
+    Stopped {
+        running: Option<String>,
+        stage: FailureStage,
+        message: String,
+    },
+}
+
+/// Why a child could not be asked at all, or what it said went wrong with the whole lab.
+pub enum ChildFailure {
+    Spawn(String),
+    Lab(String),
+}
+
+fn run_one_child(
+    process: &MeasuringProcess,
+    request: &ChildRequest,
+    timeout: Duration,
+    progress: &mut dyn Progress,
+    on_result: &mut dyn FnMut(VariantResult),
+    provenance: &mut Option<Provenance>,
+) -> Result<ChildEnd, ChildFailure> {
+    let mut child = process.take(request.backend)?;
+    let mut line =
+        serde_json::to_string(request).map_err(|e| ChildFailure::Spawn(e.to_string()))?;
+    line.push('\n');
+    if let Err(err) = child
+        .stdin
+        .write_all(line.as_bytes())
+        .and_then(|()| child.stdin.flush())
+    {
+        child.kill();
+        return Err(ChildFailure::Spawn(format!(
+            "cannot send the request: {err}"
+        )));
+    }
+
+    let mut running: Option<String> = None;
+    let mut deadline = Instant::now() + timeout;
+    loop {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        match child.events.recv_timeout(wait) {
+            Ok(Event::Stage { message }) => progress.stage(&message),
+            Ok(Event::Samples { count }) => progress.samples(count),
+            Ok(Event::Begin { provenance: p }) => {
+                progress.begin(&p);
+                provenance.get_or_insert(*p);
+            }
+            Ok(Event::Started { index, total, name }) => {
+                progress.variant(index, total, &name);
+                running = Some(name);
+                deadline = Instant::now() + timeout;
+            }
+            Ok(Event::Finished { result }) => {
+                progress.finished(&result);
+                running = None;
+                on_result(*result);
+            }
+            Ok(Event::Done { clocks, reusable }) => {
+                if let (Some(clocks), Some(provenance)) = (clocks, provenance.as_mut()) {
+                    provenance.clocks = Some(clocks);
+                }
+                if reusable {
+                    process.put_back(child);
+                } else {
+                    child.finish();
+                }
+                return Ok(ChildEnd::Done);
+            }
+            Ok(Event::Failed { message }) => {
+                child.finish();
+                return Err(ChildFailure::Lab(message));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                child.kill();
+                return Ok(ChildEnd::Stopped {
+                    running,
+                    stage: FailureStage::Timeout,
+                    message: format!(
+                        "stopped after {} s, the lab's time limit (`timeout_s`): the kernel did not finish",
+                        timeout.as_secs()
+                    ),
+                });
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                let (status, tail) = child.finish();
+                return Ok(ChildEnd::Stopped {
+                    running,
+                    stage: FailureStage::Crash,
+                    message: if tail.is_empty() {
+                        format!("the measuring process died ({status})")
+                    } else {
+                        format!("the measuring process died ({status}): {tail}")
+                    },
+                });
+            }
+        }
+    }
+}
