@@ -4,7 +4,8 @@
 //! - [`backend`]: the [`Device`](backend::Device) and [`Compiler`](backend::Compiler) traits and
 //!   the CUDA backend (cudarc, loaded at run time: the build needs no CUDA toolkit);
 //! - [`measure`]: the measurement loop, written once against those traits;
-//! - [`reference`]: input generation, CPU references and output comparison;
+//! - [`references`]: input generation, one CPU reference per file behind a trait, and output
+//!   comparison;
 //! - [`exercise`]: grading a learner's kernel against an exercise's starter (`kernelbook check`);
 //! - [`store`]: the cache and the recorded results, with atomic writes;
 //! - [`runner`]: [`Runner`], which decides between cache, GPU and recorded results.
@@ -36,7 +37,7 @@ pub mod isolate;
 pub mod measure;
 pub mod peers;
 pub mod profile;
-pub mod reference;
+pub mod references;
 pub mod runner;
 mod stderr_tail;
 pub mod store;

@@ -7,7 +7,7 @@ use crate::backend::{
     KernelArg, KernelId, LoadedKernel, Op, ptxas,
 };
 use crate::peers::{PeerRun, PythonPeers};
-use crate::reference::{self, POISON_BYTE};
+use crate::references::{self, POISON_BYTE};
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::{Expr, ExprError};
 use kernelbook_core::results::{
@@ -15,7 +15,8 @@ use kernelbook_core::results::{
     LaunchShape, Outcome, Provenance, VariantResult, Work,
 };
 use kernelbook_core::spec::{
-    ArgSpec, Builtin, CheckSpec, Fill, LabSpec, LaunchSpec, ScalarType, VariantSpec, compile_flags,
+    ArgSpec, Builtin, CheckSpec, ElemType, Fill, LabSpec, LaunchSpec, ScalarType, VariantSpec,
+    compile_flags,
 };
 use kernelbook_core::stats::{StoppingRule, Summary};
 use serde::{Deserialize, Serialize};
@@ -194,7 +195,7 @@ fn measure_variants(
         if spec.fill != Fill::Poison {
             host_inputs.push((
                 id,
-                reference::initial_contents(spec.fill, spec.elem, len, &mut rng),
+                references::initial_contents(spec.fill, spec.elem, len, &mut rng),
             ));
         }
         buffers.insert(spec.name.clone(), (id, spec));
@@ -264,13 +265,7 @@ fn measure_variants(
                     )));
                 }
             }
-            let input_elem = check
-                .inputs()
-                .first()
-                .and_then(|name| lab.buffer(name))
-                .map_or(kernelbook_core::spec::ElemType::F32, |b| b.elem);
-            let expected = reference::expected_output(check, &host_copy, input_elem, &lab.params)
-                .map_err(expr_err)?;
+            let expected = expected_output(check, lab, &host_copy).map_err(lab_err)?;
             expected_by_check.push((check, expected));
         }
         let expected = expected_by_check
@@ -551,6 +546,43 @@ fn provenance(
         device: info,
         clocks: None,
     }
+}
+
+/// The output `check` expects, from its reference in the registry: its inputs' host copies
+/// (`host_copy`, a missing one read as empty) and its size expressions evaluated.
+fn expected_output<'a>(
+    check: &CheckSpec,
+    lab: &LabSpec,
+    host_copy: &dyn Fn(&str) -> Option<&'a [u8]>,
+) -> Result<Vec<u8>, String> {
+    let (name, inputs, output, exprs) = references::call_parts(check);
+    let reference =
+        references::find(name).ok_or_else(|| format!("no CPU reference is called `{name}`"))?;
+    let mut args = BTreeMap::new();
+    for (arg, expr) in exprs {
+        let value = expr.eval(&lab.params).map_err(|err| err.to_string())?;
+        args.insert(arg.to_string(), value);
+    }
+    let elem = |name: &str| lab.buffer(name).map_or(ElemType::F32, |b| b.elem);
+    let inputs = inputs
+        .into_iter()
+        .map(|name| references::HostBuffer {
+            name,
+            elem: elem(name),
+            bytes: host_copy(name).unwrap_or_default(),
+        })
+        .collect();
+    let output_len = lab
+        .buffer(output)
+        .and_then(|b| usize::try_from(b.len.eval(&lab.params).ok()?).ok())
+        .unwrap_or(0);
+    let call = references::ReferenceCall {
+        inputs,
+        args: &args,
+        output_elem: elem(output),
+        output_len,
+    };
+    reference.expected(&call).map_err(|err| err.to_string())
 }
 
 /// The shape a transpose check gives.
@@ -1126,13 +1158,13 @@ fn verify_and_time(
         Readback::Buffer(id) => device.download(id, actual)?,
         Readback::Host { pinned } => device.read_host(pinned, actual)?,
     }
-    if let Some(mismatch) = reference::first_mismatch_within(
-        plan.expected,
-        actual,
-        plan.elem,
-        plan.tolerance,
-        plan.sample_stride,
-    ) {
+    let comparison = references::Comparison {
+        tolerance: plan.tolerance,
+        sample_stride: plan.sample_stride,
+    };
+    if let Some(mismatch) =
+        references::first_mismatch(plan.expected, actual, plan.elem, &comparison)
+    {
         return Ok((Outcome::WrongResult { mismatch }, None));
     }
 
