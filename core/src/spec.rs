@@ -570,6 +570,25 @@ impl CheckSpec {
             _ => None,
         }
     }
+
+    /// The name lab files give the reference (`reference = "transpose"`, the serde tag), by
+    /// which the runner finds its CPU reference.
+    pub fn reference_name(&self) -> &'static str {
+        match self {
+            CheckSpec::Copy { .. } => "copy",
+            CheckSpec::Transpose { .. } => "transpose",
+            CheckSpec::StridedGather { .. } => "strided_gather",
+            CheckSpec::Scale { .. } => "scale",
+            CheckSpec::ColumnSums { .. } => "column_sums",
+            CheckSpec::SharedColumnReads { .. } => "shared_column_reads",
+            CheckSpec::RegisterPressure { .. } => "register_pressure",
+            CheckSpec::PointerChase { .. } => "pointer_chase",
+            CheckSpec::TileSymmetrize { .. } => "tile_symmetrize",
+            CheckSpec::WrappingSum { .. } => "wrapping_sum",
+            CheckSpec::BiasGeluDropout { .. } => "bias_gelu_dropout",
+            CheckSpec::FmaChains { .. } => "fma_chains",
+        }
+    }
 }
 
 /// Operations the runner provides itself, as peers of the course's kernels. Each takes

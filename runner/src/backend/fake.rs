@@ -140,7 +140,7 @@ impl Device for FakeDevice {
                 cols,
             } => {
                 let data = self.buffers[src.0].clone();
-                self.buffers[dst.0] = crate::reference::transpose(&data, rows, cols, 4);
+                self.buffers[dst.0] = crate::references::transpose::transpose(&data, rows, cols, 4);
             }
             Op::Copy { dst, src, bytes } => {
                 let data = self.buffers[src.0][..bytes].to_vec();
@@ -158,7 +158,7 @@ impl Device for FakeDevice {
                         return Err(DeviceError::new("launch", "transpose needs n"));
                     };
                     let n = *n as usize;
-                    self.buffers[dst] = crate::reference::transpose(&data, n, n, 4);
+                    self.buffers[dst] = crate::references::transpose::transpose(&data, n, n, 4);
                 }
                 if name.ends_with("skip_last") {
                     let end = before.len() - 4;
