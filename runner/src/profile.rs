@@ -868,8 +868,8 @@ fn parse_dim3(text: &str) -> Option<[u32; 3]> {
     parts.next().is_none().then_some(dims)
 }
 
-/// Profiles each kernel variant of `lab` that `results` shows measured, keeping the counters of
-/// each kernel's first launch — the checked run on freshly poisoned output; the child's one
+/// Profiles each kernel variant of `plan` that `results` shows measured, keeping the counters
+/// of each kernel's first launch — the checked run on freshly poisoned output; the child's one
 /// timed run after it goes unused. Variants whose kernels differ share one ncu run (one child
 /// process, one CUDA start-up); a kernel that several variants launch is profiled once per
 /// variant, each in a run of its own, so that its first launch is that variant's. Problems (no
@@ -878,12 +878,11 @@ fn parse_dim3(text: &str) -> Option<[u32; 3]> {
 pub fn profile_lab(
     exe: &Path,
     backend: crate::backend::BackendChoice,
-    lab: &kernelbook_core::spec::LabSpec,
-    kernels: &BTreeMap<String, kernelbook_core::KernelSource>,
+    plan: &crate::plan::LabPlan,
     results: &kernelbook_core::results::LabResults,
-    progress: &mut dyn crate::measure::Progress,
+    progress: &mut dyn crate::engine::Progress,
 ) -> kernelbook_core::results::ProfileRun {
-    use kernelbook_core::results::{Outcome, ProfileRun, ProfiledVariant};
+    use kernelbook_core::results::ProfileRun;
     let Some(ncu) = find_ncu() else {
         return ProfileRun {
             tool: "Nsight Compute (ncu)".into(),
@@ -897,53 +896,32 @@ pub fn profile_lab(
         kernels: Vec::new(),
         problem: None,
     };
-    // (variant, function name) of every measured kernel variant, in the lab's order.
-    let targets: Vec<(String, String)> = lab
-        .variants
-        .iter()
-        .filter(|v| {
-            results
-                .variant(&v.name)
-                .is_some_and(|r| matches!(r.outcome, Outcome::Measured { .. }))
-        })
-        .filter_map(|v| Some((v.name.clone(), kernels.get(v.kernel_name()?)?.name.clone())))
-        .collect();
-    let shared = |function: &str| targets.iter().filter(|(_, f)| f == function).count() > 1;
-    let mut batches: Vec<Vec<(String, String)>> = Vec::new();
-    let (own_run, one_run): (Vec<_>, Vec<_>) =
-        targets.iter().cloned().partition(|(_, f)| shared(f));
-    if !one_run.is_empty() {
-        batches.push(one_run);
-    }
-    batches.extend(own_run.into_iter().map(|target| vec![target]));
-
+    // The profiled child runs each variant once, untimed beyond one sample.
+    let mut profiled = plan.clone();
+    profiled.timing = crate::plan::TimingPlan {
+        rule: kernelbook_core::stats::StoppingRule {
+            min_samples: 1,
+            max_samples: 1,
+            min_gpu_ms: 0.0,
+            ..kernelbook_core::stats::StoppingRule::default()
+        },
+        warmup_runs: 0,
+    };
     let metrics = metric_names(true);
-    for batch in batches {
+    for batch in profile_batches(plan, results) {
         let functions: Vec<&str> = batch.iter().map(|(_, f)| f.as_str()).collect();
         progress.stage(&format!(
             "lab `{}`: profiling {} under ncu",
-            lab.name,
+            plan.lab,
             functions.join(", ")
         ));
-        let request = crate::isolate::ChildRequest {
+        let request = crate::protocol::ChildRequest {
             backend,
-            lab_file: lab.file.clone(),
-            params: lab.params.clone(),
-            kernels: kernels.clone(),
-            options: crate::measure::MeasureOptions {
+            plan: profiled.clone(),
+            options: crate::engine::RunOptions {
+                seed: results.provenance.input_seed,
                 only: Some(batch.iter().map(|(v, _)| v.clone()).collect()),
-                warmup_runs: 0,
-                seed: Some(results.provenance.input_seed),
-                rule: kernelbook_core::stats::StoppingRule {
-                    min_samples: 1,
-                    max_samples: 1,
-                    min_gpu_ms: 0.0,
-                    ..kernelbook_core::stats::StoppingRule::default()
-                },
-                stop_after_device_error: true,
-                defer_python: true,
             },
-            learner: None,
         };
         let body = match serde_json::to_vec(&request) {
             Ok(body) => body,
@@ -963,40 +941,82 @@ pub fn profile_lab(
             &format!("^({filter})$"),
             None,
             exe,
-            &[OsString::from(crate::isolate::CHILD_ARG)],
+            &[OsString::from(crate::protocol::CHILD_ARG)],
         );
-        let limit = lab.timeout() * batch.len().max(1) as u32 + Duration::from_secs(120);
-        match profile_with_input(command, &body, limit) {
-            Ok(launches) => {
-                for (variant, function) in &batch {
-                    match launches.iter().find(|l| &l.kernel == function) {
-                        Some(launch) => run.kernels.push(ProfiledVariant {
-                            variant: variant.clone(),
-                            counters: summarize(launch),
-                        }),
-                        None => {
-                            run.problem = Some(format!("ncu profiled no launch of `{function}`"));
-                        }
-                    }
-                }
-            }
-            Err(err) => {
-                let fatal = matches!(err, ProfileError::NcuMissing(_) | ProfileError::Permission);
-                run.problem = Some(err.to_string());
-                if fatal {
-                    break;
-                }
-            }
+        let limit = plan.timeout() * batch.len().max(1) as u32 + Duration::from_secs(120);
+        let fatal = keep_counters(&mut run, &batch, profile_with_input(command, &body, limit));
+        if fatal {
+            break;
         }
     }
     // The table follows the lab's order whatever order the runs went in.
     run.kernels.sort_by_key(|k| {
-        lab.variants
+        plan.variants
             .iter()
             .position(|v| v.name == k.variant)
             .unwrap_or(usize::MAX)
     });
     run
+}
+
+/// The ncu runs a lab needs: (variant, function name) of every measured kernel variant, in the
+/// lab's order, those whose function no other variant launches in one run, the rest one run
+/// each.
+fn profile_batches(
+    plan: &crate::plan::LabPlan,
+    results: &kernelbook_core::results::LabResults,
+) -> Vec<Vec<(String, String)>> {
+    use kernelbook_core::results::Outcome;
+    let targets: Vec<(String, String)> = plan
+        .variants
+        .iter()
+        .filter(|v| {
+            results
+                .variant(&v.name)
+                .is_some_and(|r| matches!(r.outcome, Outcome::Measured { .. }))
+        })
+        .filter_map(|v| Some((v.name.clone(), plan.kernel_of(v)?.source.name.clone())))
+        .collect();
+    let shared = |function: &str| targets.iter().filter(|(_, f)| f == function).count() > 1;
+    let mut batches: Vec<Vec<(String, String)>> = Vec::new();
+    let (own_run, one_run): (Vec<_>, Vec<_>) =
+        targets.iter().cloned().partition(|(_, f)| shared(f));
+    if !one_run.is_empty() {
+        batches.push(one_run);
+    }
+    batches.extend(own_run.into_iter().map(|target| vec![target]));
+    batches
+}
+
+/// Keeps the counters of each batch variant's launch in `run`, or the problem; returns whether
+/// the problem ends profiling (no ncu, no permission).
+fn keep_counters(
+    run: &mut kernelbook_core::results::ProfileRun,
+    batch: &[(String, String)],
+    launches: Result<Vec<KernelCounters>, ProfileError>,
+) -> bool {
+    use kernelbook_core::results::ProfiledVariant;
+    match launches {
+        Ok(launches) => {
+            for (variant, function) in batch {
+                match launches.iter().find(|l| &l.kernel == function) {
+                    Some(launch) => run.kernels.push(ProfiledVariant {
+                        variant: variant.clone(),
+                        counters: summarize(launch),
+                    }),
+                    None => {
+                        run.problem = Some(format!("ncu profiled no launch of `{function}`"));
+                    }
+                }
+            }
+            false
+        }
+        Err(err) => {
+            let fatal = matches!(err, ProfileError::NcuMissing(_) | ProfileError::Permission);
+            run.problem = Some(err.to_string());
+            fatal
+        }
+    }
 }
 
 /// "Nsight Compute 2025.3.0" from `ncu --version`.

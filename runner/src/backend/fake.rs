@@ -1,7 +1,9 @@
 //! A CPU stand-in for a GPU, for testing the measurement loop without one. Kernels are
 //! recognised by name: `copy*` copies its second argument into its first, `transpose*` transposes
 //! an `n × n` f32 matrix (third argument), a name ending in `skip_last` leaves the last element
-//! unwritten, anything else writes nothing.
+//! unwritten, anything else writes nothing. A kernel whose name contains `fault` fails its
+//! launch with a sticky error, `invalid` with a harmless one, and `shared` uses 32 KiB of
+//! static shared memory.
 
 use super::*;
 use kernelbook_core::results::DeviceInfo;
@@ -96,7 +98,11 @@ impl Device for FakeDevice {
             LoadedKernel {
                 registers: 16,
                 local_bytes: 0,
-                shared_bytes: 0,
+                shared_bytes: if kernel.name.contains("shared") {
+                    32 << 10
+                } else {
+                    0
+                },
             },
         ))
     }
@@ -148,6 +154,12 @@ impl Device for FakeDevice {
             }
             Op::Launch { kernel, args, .. } => {
                 let name = self.kernels[kernel.0].clone();
+                if name.contains("fault") {
+                    return Err(DeviceError::sticky("launch", "an illegal address (fake)"));
+                }
+                if name.contains("invalid") {
+                    return Err(DeviceError::invalid("launch", "an invalid argument (fake)"));
+                }
                 let (dst, src) = (self.buffer_arg(args, 0)?, self.buffer_arg(args, 1)?);
                 let data = self.buffers[src].clone();
                 let before = self.buffers[dst].clone();

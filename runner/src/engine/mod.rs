@@ -221,3 +221,6 @@ impl Row<'_> {
         }
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -212,7 +212,7 @@ impl LiveChild {
 }
 
 /// How a child's turn ended.
-pub enum ChildEnd {
+enum ChildEnd {
     /// The child measured everything it was asked to.
     Done,
     /// The child stopped early: it was killed after the time limit or it died.
@@ -224,7 +224,7 @@ pub enum ChildEnd {
 }
 
 /// Why a child could not be asked at all, or what it said went wrong with the whole lab.
-pub enum ChildFailure {
+enum ChildFailure {
     Spawn(String),
     Lab(String),
 }

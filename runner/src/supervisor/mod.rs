@@ -212,3 +212,6 @@ impl Supervisor {
         }
     }
 }
+
+#[cfg(all(test, unix))]
+mod tests;

@@ -1,0 +1,445 @@
+//! The engine against the fake device: verified-then-timed rows, wrong and failing rows that
+//! fail alone, host copies, pipelines, counters, and a sticky fault that stops the run.
+
+use super::*;
+use crate::backend::fake::{FakeCompiler, FakeDevice};
+use crate::plan::{Measurement, Target};
+use kernelbook_core::results::FailureStage;
+use kernelbook_core::spec::LabSpec;
+use kernelbook_core::{KernelSource, SourceLocation};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// A transpose lab with a builtin, a good, a wrong and a broken variant.
+pub(crate) const LAB: &str = r#"
+name = "t"
+title = "T"
+bytes = "2 * n * n * 4"
+ceiling = "memcpy"
+[params]
+n = 64
+[[buffers]]
+name = "in"
+len = "n * n"
+fill = "random"
+[[buffers]]
+name = "out"
+len = "n * n"
+fill = "poison"
+[check]
+reference = "transpose"
+input = "in"
+output = "out"
+rows = "n"
+cols = "n"
+[[variants]]
+name = "memcpy"
+builtin = "memcpy"
+args = ["out", "in"]
+check = { reference = "copy", input = "in", output = "out" }
+[[variants]]
+name = "good"
+kernel = "transpose"
+grid = ["n / 32", "n / 32"]
+block = [32, 8]
+args = ["out", "in", "n"]
+[[variants]]
+name = "wrong"
+kernel = "transpose_skip_last"
+grid = ["n / 32", "n / 32"]
+block = [32, 8]
+args = ["out", "in", "n"]
+[[variants]]
+name = "broken"
+kernel = "broken"
+grid = [1]
+block = [32]
+args = ["out", "in", "n"]
+"#;
+
+pub(crate) fn kernel(name: &str, source: &str) -> (String, KernelSource) {
+    (
+        name.to_string(),
+        KernelSource {
+            name: name.to_string(),
+            source: source.to_string(),
+            origin: SourceLocation {
+                file: "lab.md".into(),
+                line: 1,
+            },
+            language: Default::default(),
+        },
+    )
+}
+
+fn plan(text: &str, kernels: &BTreeMap<String, KernelSource>) -> LabPlan {
+    let lab = LabSpec::parse(text, Path::new("t.toml")).expect("lab");
+    let target = Target::of(FakeDevice::new().info());
+    crate::plan::compile(&lab, kernels, &target, &Measurement::default()).expect("a plan")
+}
+
+fn measure(device: &mut FakeDevice, plan: &LabPlan, seed: u64) -> EngineRun {
+    let options = RunOptions { seed, only: None };
+    super::run(plan, device, &FakeCompiler, &options, &mut Quiet).expect("measured")
+}
+
+fn transpose_kernels() -> BTreeMap<String, KernelSource> {
+    BTreeMap::from([
+        kernel("transpose", "ok"),
+        kernel("transpose_skip_last", "ok"),
+        kernel("broken", "int x;\n#error this does not compile\n"),
+    ])
+}
+
+fn run_transpose(device: &mut FakeDevice) -> LabResults {
+    measure(device, &plan(LAB, &transpose_kernels()), 42).results
+}
+
+#[test]
+fn a_correct_kernel_is_verified_then_timed_with_a_flush_before_every_sample() {
+    let mut device = FakeDevice::new();
+    let results = run_transpose(&mut device);
+    let good = results.variant("good").expect("good");
+    let Outcome::Measured {
+        summary,
+        samples_ms,
+        ..
+    } = &good.outcome
+    else {
+        panic!("expected a measurement, got {:?}", good.outcome);
+    };
+    assert!(samples_ms.len() >= 10);
+    assert!((summary.median_ms - 1.001).abs() < 0.002);
+    assert_eq!(device.flushes, device.timed, "one flush per timed sample");
+    assert_eq!(good.bytes_moved, 2 * 64 * 64 * 4);
+    let resources = good.resources.expect("resources");
+    assert_eq!(
+        (resources.spill_store_bytes, resources.blocks_per_sm),
+        (Some(4), 8)
+    );
+    assert_eq!(
+        resources.occupancy, 1.0,
+        "8 blocks of 8 warps fill 64 warp slots"
+    );
+    assert_eq!(results.provenance.input_seed, 42);
+}
+
+#[test]
+fn a_builtin_with_its_own_check_is_measured() {
+    let results = run_transpose(&mut FakeDevice::new());
+    assert!(matches!(
+        results.variant("memcpy").expect("memcpy").outcome,
+        Outcome::Measured { .. }
+    ));
+}
+
+#[test]
+fn a_wrong_kernel_reports_the_first_mismatch_and_no_time() {
+    let results = run_transpose(&mut FakeDevice::new());
+    match &results.variant("wrong").expect("wrong").outcome {
+        Outcome::WrongResult { mismatch } => {
+            assert_eq!(mismatch.index, 64 * 64 - 1);
+            assert_eq!(mismatch.actual, "NaN", "the poison shows through");
+            assert_eq!(mismatch.count, 1);
+        }
+        other => panic!("expected a wrong result, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_compile_error_fails_only_its_own_variant() {
+    let results = run_transpose(&mut FakeDevice::new());
+    match &results.variant("broken").expect("broken").outcome {
+        Outcome::Failed { stage, message } => {
+            assert_eq!(*stage, FailureStage::Compile);
+            assert_eq!(message, "lab.md:2: error: #error this does not compile");
+        }
+        other => panic!("expected a compile failure, got {other:?}"),
+    }
+    assert_eq!(results.variants.len(), 4);
+}
+
+#[test]
+fn inputs_are_fresh_for_each_seed() {
+    let mut a = FakeDevice::new();
+    let mut b = FakeDevice::new();
+    let plan = plan(LAB, &transpose_kernels());
+    measure(&mut a, &plan, 42);
+    measure(&mut b, &plan, 43);
+    assert_ne!(
+        a.buffers[0], b.buffers[0],
+        "different seeds, different inputs"
+    );
+    let mut c = FakeDevice::new();
+    measure(&mut c, &plan, 42);
+    assert_eq!(a.buffers[0], c.buffers[0], "the same seed, the same input");
+}
+
+#[test]
+fn only_the_selected_variants_run_in_the_plans_order() {
+    let plan = plan(LAB, &transpose_kernels());
+    let options = RunOptions {
+        seed: 1,
+        only: Some(vec!["wrong".into(), "memcpy".into()]),
+    };
+    let run = super::run(&plan, &mut FakeDevice::new(), &FakeCompiler, &options, &mut Quiet)
+        .expect("measured");
+    let names: Vec<&str> = run.results.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["memcpy", "wrong"]);
+}
+
+const FAULTS: &str = r#"
+name = "f"
+title = "F"
+bytes = "2 * n * 4"
+[params]
+n = 256
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+[[variants]]
+name = "refused"
+kernel = "copy_invalid"
+grid = [1]
+block = [256]
+args = ["dst", "src"]
+[[variants]]
+name = "fine"
+kernel = "copy_fine"
+grid = [1]
+block = [256]
+args = ["dst", "src"]
+[[variants]]
+name = "faults"
+kernel = "copy_fault"
+grid = [1]
+block = [256]
+args = ["dst", "src"]
+[[variants]]
+name = "after"
+kernel = "copy_fine"
+grid = [1]
+block = [256]
+args = ["dst", "src"]
+"#;
+
+#[test]
+fn a_sticky_fault_stops_the_run_and_a_refused_launch_does_not() {
+    let kernels = BTreeMap::from([
+        kernel("copy_invalid", "ok"),
+        kernel("copy_fine", "ok"),
+        kernel("copy_fault", "ok"),
+    ]);
+    let run = measure(&mut FakeDevice::new(), &plan(FAULTS, &kernels), 1);
+    assert_eq!(run.faulted.as_deref(), Some("faults"));
+    let names: Vec<&str> = run.results.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["refused", "fine", "faults"], "`after` is left for a fresh process");
+    assert!(matches!(
+        run.results.variants[0].outcome,
+        Outcome::Failed { .. }
+    ));
+    assert!(matches!(
+        run.results.variants[1].outcome,
+        Outcome::Measured { .. }
+    ));
+}
+
+fn copy_lab(n: i64, kernel: &str) -> String {
+    format!(
+        r#"
+name = "big"
+title = "Big"
+bytes = "2 * n * 4"
+[params]
+n = {n}
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+[[variants]]
+name = "copy"
+kernel = "{kernel}"
+grid = [1]
+block = [256]
+shared_bytes = 24576
+args = ["dst", "src", "n"]
+"#
+    )
+}
+
+#[test]
+fn a_lab_larger_than_free_memory_names_the_lab_and_the_limit() {
+    // 2 buffers of 2^28 floats: 2 GiB on a fake GPU with 1 GiB.
+    let kernels = BTreeMap::from([kernel("copy", "ok")]);
+    let plan = plan(&copy_lab(1 << 28, "copy"), &kernels);
+    let options = RunOptions::default();
+    let err = super::run(&plan, &mut FakeDevice::new(), &FakeCompiler, &options, &mut Quiet)
+        .expect_err("too big");
+    let message = err.to_string();
+    assert!(
+        message.starts_with("lab `big`: its buffers need 2.00 GiB"),
+        "{message}"
+    );
+    assert!(
+        message.contains("Fake GPU has 1.00 GiB free of 1.00 GiB"),
+        "{message}"
+    );
+}
+
+#[test]
+fn more_shared_memory_than_a_block_may_have_is_refused_with_the_limit() {
+    let kernels = BTreeMap::from([kernel("copy_shared", "ok")]);
+    let plan = plan(&copy_lab(1024, "copy_shared"), &kernels);
+    let results = measure(&mut FakeDevice::new(), &plan, 1).results;
+    match &results.variants[0].outcome {
+        Outcome::Failed {
+            stage: FailureStage::Launch,
+            message,
+        } => assert_eq!(
+            message,
+            "the kernel needs 57344 bytes of shared memory per block (32768 static + 24576 dynamic); \
+             Fake GPU allows at most 49152 per block"
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// A lab of copies that exercises the multi-launch, host-copy, counter and no-flush paths.
+const PIPELINE: &str = r#"
+name = "p"
+title = "P"
+bytes = "2 * n * 4"
+flush_l2 = false
+[params]
+n = 256
+[counter]
+buffer = "count"
+per = "4"
+unit = "ticks per step"
+[[buffers]]
+name = "in"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "mid"
+len = "n"
+fill = "poison"
+[[buffers]]
+name = "out"
+len = "n"
+fill = "poison"
+[[buffers]]
+name = "count"
+elem = "u64"
+len = "1"
+fill = "random"
+[check]
+reference = "copy"
+input = "in"
+output = "out"
+[[variants]]
+name = "two_stages"
+kernel = "copy_first"
+grid = [1]
+block = [256]
+args = ["mid", "in"]
+then = [{ kernel = "copy_second", grid = [1], block = [256], args = ["out", "mid"] }]
+[[variants]]
+name = "first_stage_only"
+kernel = "copy_first"
+grid = [1]
+block = [256]
+args = ["mid", "in"]
+[[variants]]
+name = "h2d"
+builtin = "host_to_device_pinned"
+args = ["out", "in"]
+[[variants]]
+name = "d2h"
+builtin = "device_to_host_pageable"
+args = ["out", "in"]
+"#;
+
+fn pipeline_kernels() -> BTreeMap<String, KernelSource> {
+    BTreeMap::from([kernel("copy_first", "ok"), kernel("copy_second", "ok")])
+}
+
+fn run_pipeline(device: &mut FakeDevice) -> LabResults {
+    measure(device, &plan(PIPELINE, &pipeline_kernels()), 7).results
+}
+
+#[test]
+fn later_stages_run_with_the_variant_and_without_them_the_check_fails() {
+    let results = run_pipeline(&mut FakeDevice::new());
+    assert!(matches!(
+        results.variant("two_stages").expect("variant").outcome,
+        Outcome::Measured { .. }
+    ));
+    // Only `then` writes `out`: without it the poisoned output cannot pass.
+    assert!(matches!(
+        results
+            .variant("first_stage_only")
+            .expect("variant")
+            .outcome,
+        Outcome::WrongResult { .. }
+    ));
+    let two = results.variant("two_stages").expect("variant");
+    assert_eq!(
+        two.other_kernels.keys().collect::<Vec<_>>(),
+        ["copy_second"],
+        "the later stage's fingerprint is kept for staleness checks"
+    );
+}
+
+#[test]
+fn host_copies_are_checked_through_the_staging_buffer() {
+    let results = run_pipeline(&mut FakeDevice::new());
+    for name in ["h2d", "d2h"] {
+        match &results.variant(name).expect("variant").outcome {
+            Outcome::Measured { .. } => {}
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_lab_that_keeps_its_caches_is_never_flushed_and_reads_its_counter_per_sample() {
+    let mut device = FakeDevice::new();
+    let results = run_pipeline(&mut device);
+    assert_eq!(device.flushes, 0, "flush_l2 = false");
+    let raw = u64::from_le_bytes(device.buffers[3][..8].try_into().expect("8 bytes"));
+    let two = results.variant("two_stages").expect("variant");
+    let counter = two.counter.as_ref().expect("counter");
+    let Outcome::Measured { samples_ms, .. } = &two.outcome else {
+        panic!("not measured");
+    };
+    assert_eq!(counter.values.len(), samples_ms.len());
+    assert!(counter.values.iter().all(|v| *v == raw as f64 / 4.0));
+    assert_eq!(counter.unit, "ticks per step");
+}
+
+#[test]
+fn each_kernel_and_option_set_is_compiled_and_loaded_once_per_lab() {
+    let mut device = FakeDevice::new();
+    run_pipeline(&mut device);
+    let mut loaded = device.kernels.clone();
+    loaded.sort_unstable();
+    assert_eq!(loaded, ["copy_first", "copy_second"]);
+}

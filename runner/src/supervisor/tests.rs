@@ -1,0 +1,183 @@
+//! The supervisor against stand-in measuring children (shell scripts that speak the protocol):
+//! one process for many labs, replacement after an unusable device or a crash.
+
+use super::*;
+use crate::engine::Quiet;
+use crate::plan::{Measurement, Target};
+use crate::protocol::Event;
+use kernelbook_core::results::{FailureStage, Outcome};
+use kernelbook_core::spec::LabSpec;
+use kernelbook_core::KernelSource;
+use std::path::{Path, PathBuf};
+
+
+/// The measuring tests' lab: variants `memcpy`, `good`, `wrong` and `broken`.
+fn plan() -> LabPlan {
+    let lab = LabSpec::parse(crate::engine::tests::LAB, Path::new("t.toml")).expect("lab");
+    let kernels: BTreeMap<String, KernelSource> = ["transpose", "transpose_skip_last", "broken"]
+        .into_iter()
+        .map(|name| crate::engine::tests::kernel(name, "ok"))
+        .collect();
+    let target = Target::of(&crate::plan::tests::h200());
+    crate::plan::compile(&lab, &kernels, &target, &Measurement::default()).expect("a plan")
+}
+
+/// A provenance to report, from a recording committed with the book.
+fn begin() -> Event {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../labs/recorded/bandwidth.json");
+    let text = std::fs::read_to_string(path).expect("a recording");
+    let results: LabResults = serde_json::from_str(&text).expect("recorded results");
+    Event::Begin {
+        provenance: Box::new(results.provenance),
+    }
+}
+
+/// What a child reports for the variants `from` on: each started, then finished.
+fn variants_from(plan: &LabPlan, from: usize) -> Vec<Event> {
+    let total = plan.variants.len();
+    plan.variants
+        .iter()
+        .enumerate()
+        .skip(from)
+        .flat_map(|(index, variant)| {
+            let result = engine::result_template(
+                plan,
+                variant,
+                Outcome::Unavailable {
+                    reason: "measured by a stand-in".into(),
+                },
+            );
+            [
+                Event::Started {
+                    index,
+                    total,
+                    name: variant.name.clone(),
+                },
+                Event::Finished {
+                    result: Box::new(result),
+                },
+            ]
+        })
+        .collect()
+}
+
+fn done(reusable: bool) -> Event {
+    Event::Done {
+        clocks: None,
+        reusable,
+    }
+}
+
+/// Writes `events` as the protocol's lines to `dir/name`.
+fn reply(dir: &Path, name: &str, events: &[Event]) {
+    let lines: Vec<String> = events
+        .iter()
+        .map(|e| serde_json::to_string(e).expect("event"))
+        .collect();
+    std::fs::write(dir.join(name), lines.join("\n") + "\n").expect("reply");
+}
+
+/// A stand-in for the kernelbook binary: counts its starts in `dir/starts`, then runs
+/// `body` (a shell script; `$n` is the start's number).
+fn fake_child(dir: &Path, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("kernelbook");
+    let script = format!(
+        "#!/bin/sh\ncd '{}'\necho started >> starts\nn=$(wc -l < starts)\n{body}\n",
+        dir.display()
+    );
+    std::fs::write(&path, script).expect("write the stand-in");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+fn starts(dir: &Path) -> usize {
+    std::fs::read_to_string(dir.join("starts"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+fn measure(supervisor: &Supervisor) -> LabResults {
+    supervisor.measure(&plan(), &mut Quiet).expect("measured")
+}
+
+fn supervisor(exe: &Path) -> Supervisor {
+    Supervisor::new(BackendChoice::Cuda, Some(exe.to_path_buf()))
+        .with_python(PythonPeers::with_python("/nonexistent/python3"))
+}
+
+fn outcome<'a>(results: &'a LabResults, name: &str) -> &'a Outcome {
+    &results.variant(name).expect("variant").outcome
+}
+
+#[test]
+fn one_process_measures_lab_after_lab() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = plan();
+    let events: Vec<Event> = std::iter::once(begin())
+        .chain(variants_from(&lab, 0))
+        .chain([done(true)])
+        .collect();
+    reply(dir.path(), "reply", &events);
+    let exe = fake_child(dir.path(), "while read line; do cat reply; done");
+    let process = supervisor(&exe);
+    for _ in 0..3 {
+        let results = measure(&process);
+        assert_eq!(results.variants.len(), 4);
+        assert!(matches!(
+            outcome(&results, "broken"),
+            Outcome::Unavailable { .. }
+        ));
+    }
+    assert_eq!(starts(dir.path()), 1, "one process for three labs");
+}
+
+#[test]
+fn a_process_whose_device_is_unusable_is_not_asked_again() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = plan();
+    let events: Vec<Event> = std::iter::once(begin())
+        .chain(variants_from(&lab, 0))
+        .chain([done(false)])
+        .collect();
+    reply(dir.path(), "reply", &events);
+    let exe = fake_child(dir.path(), "read line\ncat reply");
+    let process = supervisor(&exe);
+    measure(&process);
+    measure(&process);
+    assert_eq!(starts(dir.path()), 2);
+}
+
+#[test]
+fn a_crash_fails_the_running_variant_and_a_fresh_process_measures_the_rest() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = plan();
+    let mut first = vec![begin()];
+    first.extend(variants_from(&lab, 0).into_iter().take(1));
+    reply(dir.path(), "first", &first);
+    let second: Vec<Event> = std::iter::once(begin())
+        .chain(variants_from(&lab, 1))
+        .chain([done(true)])
+        .collect();
+    reply(dir.path(), "second", &second);
+    let exe = fake_child(
+        dir.path(),
+        "read line\nif [ \"$n\" -eq 1 ]; then cat first; echo 'CUDA_ERROR_ILLEGAL_ADDRESS' >&2; exit 1; fi\ncat second\nwhile read line; do :; done",
+    );
+    let process = supervisor(&exe);
+    let results = measure(&process);
+    match outcome(&results, "memcpy") {
+        Outcome::Failed { stage, message } => {
+            assert_eq!(*stage, FailureStage::Crash);
+            assert!(message.contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{message}");
+        }
+        other => panic!("expected a crash, got {other:?}"),
+    }
+    for name in ["good", "wrong", "broken"] {
+        assert!(matches!(
+            outcome(&results, name),
+            Outcome::Unavailable { .. }
+        ));
+    }
+    assert_eq!(starts(dir.path()), 2);
+}
