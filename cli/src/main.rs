@@ -49,8 +49,8 @@ enum Command {
 fn main() -> ExitCode {
     // SAFETY: first thing in main, before any thread exists.
     unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
-    if std::env::args().nth(1).as_deref() == Some(kernelbook_runner::isolate::CHILD_ARG) {
-        return kernelbook_runner::isolate::child_main();
+    if std::env::args().nth(1).as_deref() == Some(kernelbook_runner::protocol::CHILD_ARG) {
+        return kernelbook_runner::supervisor::child_main();
     }
     let cli = Cli::parse();
     let device = match cli.device.map(Ok).or_else(|| {

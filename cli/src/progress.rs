@@ -2,7 +2,7 @@
 //! terminal.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use kernelbook_runner::measure::Progress;
+use kernelbook_runner::engine::Progress;
 use std::time::Duration;
 
 pub struct Spinner {

@@ -5,7 +5,7 @@ use kernelbook_core::KernelSource;
 use kernelbook_core::expr::Params;
 use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::backend::BackendChoice;
-use kernelbook_runner::measure::MeasureOptions;
+use kernelbook_runner::plan::Measurement;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_driver::MDBook;
 use mdbook_kernelbook::preprocessor::{Labs, labs_dir, load_book_parts};
@@ -51,7 +51,7 @@ impl Project {
             cache_dir: self.root.join(".kernelbook/cache"),
             recorded_dir: self.labs_dir.join("recorded"),
             mode,
-            options: MeasureOptions::default(),
+            measurement: Measurement::default(),
             // Each lab runs in a child process of this program: a kernel that faults or hangs
             // cannot take the build down.
             isolation: std::env::current_exe().ok(),

@@ -7,8 +7,8 @@ use kernelbook_core::results::{FailureStage, Outcome};
 use kernelbook_core::spec::LabSpec;
 use kernelbook_core::{KernelSource, SourceLocation};
 use kernelbook_runner::backend::cuda;
-use kernelbook_runner::measure::{MeasureOptions, Quiet};
-use kernelbook_runner::{LabOutcome, Mode, Runner, RunnerConfig};
+use kernelbook_runner::engine::Quiet;
+use kernelbook_runner::{LabOutcome, LabRequest, Mode, Runner, RunnerConfig};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -44,7 +44,7 @@ fn runner(cache: &Path) -> Runner {
         cache_dir: cache.to_path_buf(),
         recorded_dir: repo().join("labs/recorded"),
         mode: Mode::Auto,
-        options: MeasureOptions::default(),
+        measurement: Default::default(),
         isolation: None,
         backend: Default::default(),
     })
@@ -427,20 +427,20 @@ fn the_cache_serves_a_rebuild_and_an_edit_re_measures() {
     let cache = tempfile::tempdir().expect("tempdir");
     let runner = runner(cache.path());
     let (lab, kernels) = tiny(CORRECT);
-    let first = runner.results_for(&lab, &kernels, &mut Quiet);
+    let first = results_for(&runner, &lab, &kernels);
     assert!(
         matches!(first, LabOutcome::Measured { cached: false, .. }),
         "{first:?}"
     );
     let started = Instant::now();
-    let second = runner.results_for(&lab, &kernels, &mut Quiet);
+    let second = results_for(&runner, &lab, &kernels);
     assert!(
         matches!(second, LabOutcome::Measured { cached: true, .. }),
         "{second:?}"
     );
     eprintln!("cached lookup took {:?}", started.elapsed());
     let (lab, edited) = tiny(&CORRECT.replace("int i", "const int i"));
-    let third = runner.results_for(&lab, &edited, &mut Quiet);
+    let third = results_for(&runner, &lab, &edited);
     assert!(
         matches!(third, LabOutcome::Measured { cached: false, .. }),
         "an edited kernel is measured again"
@@ -452,4 +452,17 @@ fn the_cache_serves_a_rebuild_and_an_edit_re_measures() {
 fn skipped(message: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{message}");
+}
+
+/// The book's view of one lab: cached, measured now, or recorded.
+fn results_for(
+    runner: &Runner,
+    lab: &LabSpec,
+    kernels: &BTreeMap<String, KernelSource>,
+) -> LabOutcome {
+    let request = LabRequest { lab, kernels };
+    match runner.results(&[request], &mut Quiet).pop() {
+        Some(outcome) => outcome,
+        None => panic!("one outcome per request"),
+    }
 }

@@ -2,7 +2,7 @@
 //! `mdbook serve` (book.toml's `[preprocessor.kernelbook]`). `kernelbook build` does not need it.
 
 use anyhow::Context;
-use kernelbook_runner::measure::MeasureOptions;
+use kernelbook_runner::plan::Measurement;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_kernelbook::KernelbookPreprocessor;
 use mdbook_kernelbook::preprocessor::{labs_dir, supports_renderer};
@@ -14,8 +14,8 @@ fn main() -> ExitCode {
     // SAFETY: first thing in main, before any thread exists.
     unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some(kernelbook_runner::isolate::CHILD_ARG) {
-        return kernelbook_runner::isolate::child_main();
+    if args.first().map(String::as_str) == Some(kernelbook_runner::protocol::CHILD_ARG) {
+        return kernelbook_runner::supervisor::child_main();
     }
     if let [command, renderer] = args.as_slice()
         && command == "supports"
@@ -48,7 +48,7 @@ fn run() -> anyhow::Result<()> {
         } else {
             Mode::Auto
         },
-        options: MeasureOptions::default(),
+        measurement: Measurement::default(),
         isolation: std::env::current_exe().ok(),
         backend: std::env::var("KERNELBOOK_DEVICE")
             .ok()
@@ -56,7 +56,7 @@ fn run() -> anyhow::Result<()> {
             .unwrap_or_default(),
     });
     let preprocessor =
-        KernelbookPreprocessor::new(runner, Box::new(kernelbook_runner::measure::StageLog));
+        KernelbookPreprocessor::new(runner, Box::new(kernelbook_runner::engine::StageLog));
     let book = preprocessor.run(&ctx, book)?;
     let mut stdout = std::io::stdout().lock();
     serde_json::to_writer(&mut stdout, &book)?;

@@ -6,8 +6,8 @@ use crate::scan::{BookIndex, ScanError};
 use anyhow::{Context, bail};
 use kernelbook_core::KernelSource;
 use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
-use kernelbook_runner::measure::Progress;
-use kernelbook_runner::{LabOutcome, Runner};
+use kernelbook_runner::engine::Progress;
+use kernelbook_runner::{LabOutcome, LabRequest, Runner};
 use mdbook_preprocessor::book::{Book, BookItem};
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 use std::collections::BTreeMap;
@@ -227,24 +227,22 @@ impl Preprocessor for KernelbookPreprocessor {
                 (lab, kernels)
             })
             .collect();
-        let pairs: Vec<(&LabSpec, &BTreeMap<String, KernelSource>)> =
-            measurable.iter().map(|(lab, k)| (*lab, k)).collect();
-        self.runner.prepare(&pairs);
-        // Labs with a Python peer go last, so the Python process has imported torch by then.
-        let mut order: Vec<usize> = (0..pairs.len()).collect();
-        order.sort_by_key(|&i| pairs[i].0.runs_python());
-        let mut outcomes: BTreeMap<&str, LabOutcome> = BTreeMap::new();
-        for i in order {
-            let (lab, kernels) = pairs[i];
-            let outcome = {
-                let mut progress = self
-                    .progress
-                    .lock()
-                    .map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
-                self.runner.results_for(lab, kernels, progress.as_mut())
-            };
-            outcomes.insert(&lab.name, outcome);
-        }
+        let requests: Vec<LabRequest<'_>> = measurable
+            .iter()
+            .map(|(lab, kernels)| LabRequest { lab, kernels })
+            .collect();
+        let measured = {
+            let mut progress = self
+                .progress
+                .lock()
+                .map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
+            self.runner.results(&requests, progress.as_mut())
+        };
+        let outcomes: BTreeMap<&str, LabOutcome> = requests
+            .iter()
+            .map(|r| r.lab.name.as_str())
+            .zip(measured)
+            .collect();
 
         let mut failures = Vec::new();
         let mut rendered: BTreeMap<String, String> = BTreeMap::new();

@@ -290,6 +290,19 @@ impl Runner {
             .collect()
     }
 
+    /// [`measure_now`](Self::measure_now) for one lab.
+    pub fn measure(
+        &self,
+        lab: &LabSpec,
+        kernels: &BTreeMap<String, KernelSource>,
+        progress: &mut dyn Progress,
+    ) -> Result<LabResults, RunError> {
+        let request = LabRequest { lab, kernels };
+        self.measure_now(&[request], progress)
+            .pop()
+            .unwrap_or_else(|| Err(RunError::lab(&lab.name, "not measured")))
+    }
+
     /// Writes `results` to the cache under `key`; a failure is only a notice.
     fn keep(&self, key: &str, results: &LabResults) {
         if let Err(err) = self.cache.put(key, results) {

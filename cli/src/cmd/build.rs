@@ -5,7 +5,7 @@
 use crate::project::{Context, Project};
 use anyhow::Context as _;
 use kernelbook_runner::Mode;
-use kernelbook_runner::measure::StageLog;
+use kernelbook_runner::engine::StageLog;
 use mdbook_kernelbook::KernelbookPreprocessor;
 use std::process::ExitCode;
 use std::time::Instant;

@@ -82,7 +82,7 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     spinner.finish();
     let (results, verdict) = checked.map_err(|err| match err {
         RunError::Unavailable(why) => anyhow!("cannot check `{name}` on this machine: {why}"),
-        RunError::Measure(err) => anyhow!(err),
+        other => anyhow!(other),
     })?;
     print!("{}", report(&lab, &results, &file));
     println!("{verdict}");

@@ -5,9 +5,9 @@ use crate::progress::Spinner;
 use crate::project::{Context, Project};
 use anyhow::bail;
 use kernelbook_core::expr::Params;
-use kernelbook_core::results::Outcome;
+use kernelbook_core::results::{LabResults, Outcome};
 use kernelbook_core::spec::LabSpec;
-use kernelbook_runner::{LabOutcome, Mode};
+use kernelbook_runner::{LabOutcome, LabRequest, Mode, Runner};
 use mdbook_kernelbook::render::lab_view;
 use std::process::ExitCode;
 
@@ -24,43 +24,54 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.labs
     };
-    let mut labs = names
+    let labs = names
         .iter()
         .map(|name| project.lab(name, &Params::new()))
         .collect::<Result<Vec<_>, _>>()?;
-    // Labs with a Python peer go last: the Python process imports torch while the rest measure.
-    labs.sort_by_key(LabSpec::runs_python);
+    let kernels: Vec<_> = labs.iter().map(|lab| project.kernels_for(lab)).collect();
+    let requests: Vec<LabRequest<'_>> = labs
+        .iter()
+        .zip(&kernels)
+        .map(|(lab, kernels)| LabRequest { lab, kernels })
+        .collect();
     let runner = project.runner(Mode::Auto);
-    runner.prepare_refresh(&labs.iter().collect::<Vec<_>>());
+    let mut spinner = Spinner::new();
+    // The runner measures them in the order that suits the GPU (labs with Python rows last).
+    let measured = runner.measure_now(&requests, &mut spinner);
+    spinner.finish();
     let mut failed = Vec::new();
-    for lab in &labs {
-        let name = &lab.name;
-        let kernels = project.kernels_for(lab);
-        let mut spinner = Spinner::new();
-        let measured = runner.refresh(lab, &kernels, &mut spinner);
-        spinner.finish();
+    for (lab, measured) in labs.iter().zip(measured) {
         let results = measured?;
-        crate::table::print(&lab_view(
-            lab,
-            &LabOutcome::Measured {
-                results: results.clone(),
-                cached: false,
-            },
-        ));
-        let all_verified = results
-            .variants
-            .iter()
-            .all(|v| matches!(v.outcome, Outcome::Measured { .. }));
-        if all_verified {
-            runner.recorded().put(&results)?;
-            println!("recorded {}\n", runner.recorded().path(name).display());
-        } else {
-            println!("not recorded: a variant failed\n");
-            failed.push(name.clone());
+        if record(&runner, lab, &results)? {
+            continue;
         }
+        failed.push(lab.name.clone());
     }
     if !failed.is_empty() {
         bail!("not recorded (a variant failed): {}", failed.join(", "));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints the lab's table and records its results if every variant was verified and timed;
+/// returns whether it did.
+fn record(runner: &Runner, lab: &LabSpec, results: &LabResults) -> anyhow::Result<bool> {
+    crate::table::print(&lab_view(
+        lab,
+        &LabOutcome::Measured {
+            results: results.clone(),
+            cached: false,
+        },
+    ));
+    let all_verified = results
+        .variants
+        .iter()
+        .all(|v| matches!(v.outcome, Outcome::Measured { .. }));
+    if all_verified {
+        runner.recorded().put(results)?;
+        println!("recorded {}\n", runner.recorded().path(&lab.name).display());
+    } else {
+        println!("not recorded: a variant failed\n");
+    }
+    Ok(all_verified)
 }

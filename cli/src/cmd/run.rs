@@ -4,7 +4,7 @@
 use crate::progress::Spinner;
 use crate::project::{Context, Project, parse_assignment};
 use kernelbook_core::expr::Params;
-use kernelbook_runner::{LabOutcome, Mode};
+use kernelbook_runner::{LabOutcome, LabRequest, Mode};
 use mdbook_kernelbook::render::lab_view;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,9 +28,16 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let kernels = project.kernels_for(&lab);
     let runner = project.runner(Mode::Auto);
     let mut spinner = Spinner::new();
-    let measured = runner.refresh(&lab, &kernels, &mut spinner);
+    let request = LabRequest {
+        lab: &lab,
+        kernels: &kernels,
+    };
+    let measured = runner.measure_now(&[request], &mut spinner);
     spinner.finish();
-    let results = measured?;
+    let results = measured
+        .into_iter()
+        .next()
+        .ok_or_else(|| anyhow::anyhow!("lab `{}` was not measured", lab.name))??;
     if let Some(path) = &args.json {
         kernelbook_runner::store::write_results(path, &results)?;
     }
