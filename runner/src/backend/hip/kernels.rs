@@ -88,7 +88,8 @@ impl HipDevice {
         // handle to a local.
         let found = unsafe { (self.rt.module_get_function)(&mut function, module, name.as_ptr()) };
         self.rt.check(found).map_err(|e| {
-            DeviceError::invalid(
+            DeviceError::of_kind(
+                e.kind(),
                 "load",
                 format!(
                     "no kernel `{}` in the image (is it declared extern \"C\" __global__?): {e}",

@@ -15,7 +15,7 @@ const NT_AMDGPU_METADATA: NoteType = NoteType(32);
 /// The owner name of AMDGPU notes.
 const AMDGPU_NOTE_OWNER: &[u8] = b"AMDGPU";
 /// Nesting deeper than this is refused. `rmpv` counts a container and its contents as one
-/// level each, so metadata (four levels of maps and arrays) needs about ten.
+/// level each, so metadata (four levels of maps and arrays) needs about a dozen.
 const MAX_MSGPACK_DEPTH: usize = 32;
 
 /// What a code object's metadata says about one kernel.

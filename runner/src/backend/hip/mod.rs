@@ -72,5 +72,5 @@ pub use loader::{
     runtime_present,
 };
 pub use metadata::{EM_AMDGPU, KernelMetadata, is_amdgpu_elf, kernel_metadata};
-pub use probe::{DescribeError, Probe, format_hip_version, parse_gcn_arch_name, probe};
+pub use probe::{Probe, format_hip_version, parse_gcn_arch_name, probe};
 pub use result::{HipError, classify};

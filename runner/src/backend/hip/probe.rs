@@ -15,9 +15,10 @@ pub struct Probe {
     pub driver_version: String,
 }
 
-/// Why a GPU the runtime reported could not be described.
+/// Why a GPU the runtime reported could not be described (the text of an
+/// [`Unavailable::Runtime`]).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum DescribeError {
+pub(super) enum DescribeError {
     #[error(transparent)]
     Hip(#[from] HipError),
     #[error("{file} exports neither hipGetDevicePropertiesR0600 nor hipGetDeviceProperties")]
