@@ -560,19 +560,22 @@ fn noisy_note(rows: &[RowView]) -> Option<String> {
 
 /// A variant that did not compile gets the compiler's message in full, below the table.
 fn compile_failures(results: &LabResults) -> impl Iterator<Item = ProblemView> + '_ {
-    results.variants.iter().filter_map(|variant| match &variant.outcome {
-        Outcome::Failed {
-            stage: FailureStage::Compile,
-            message,
-        } => Some(ProblemView {
-            title: format!(
-                "{} did not compile",
-                variant.kernel.as_deref().unwrap_or(&variant.name)
-            ),
-            detail: message.clone(),
-        }),
-        _ => None,
-    })
+    results
+        .variants
+        .iter()
+        .filter_map(|variant| match &variant.outcome {
+            Outcome::Failed {
+                stage: FailureStage::Compile,
+                message,
+            } => Some(ProblemView {
+                title: format!(
+                    "{} did not compile",
+                    variant.kernel.as_deref().unwrap_or(&variant.name)
+                ),
+                detail: message.clone(),
+            }),
+            _ => None,
+        })
 }
 
 /// The machine, toolchain and run the results come from.
