@@ -80,96 +80,19 @@ fn y_metric(results: &LabResults) -> (String, YOf) {
 pub fn plot_view(lab: &LabSpec, results: &LabResults) -> Option<PlotView> {
     let spec = lab.plot.as_ref()?;
     let (y_label, y_of) = y_metric(results);
-    let measured: Vec<(f64, f64, String)> = results
-        .variants
-        .iter()
-        .filter_map(|v| {
-            let x = lab.variant(&v.name)?.plot_x?;
-            let gbs = y_of(v)?;
-            Some((
-                x,
-                gbs,
-                lab.variant(&v.name)
-                    .map_or(v.name.clone(), |s| s.label().to_string()),
-            ))
-        })
-        .collect();
-    if measured.is_empty() {
+    let rows = plotted_rows(lab, results, &y_of);
+    if rows.is_empty() {
         return None;
     }
     let ceiling = results.ceiling_gbs();
-    let model = |x: f64| -> Option<f64> {
-        match spec.model? {
-            Model::SectorStridedCopy => Some(ceiling? * strided_copy_efficiency(x)),
-        }
-    };
-
-    let to_axis = |x: f64| if spec.log2_x { x.log2() } else { x };
-    let (x_min, x_max) = measured
+    let x_axis = XAxis::spanning(&rows, spec.log2_x);
+    let curve = model_curve(spec.model, ceiling, &x_axis.samples());
+    let y_top = rows
         .iter()
-        .fold((f64::MAX, f64::MIN), |(lo, hi), (x, _, _)| {
-            (lo.min(to_axis(*x)), hi.max(to_axis(*x)))
-        });
-    let x_span = if x_max > x_min { x_max - x_min } else { 1.0 };
-    let sx = |x: f64| LEFT + (to_axis(x) - x_min) / x_span * (WIDTH - LEFT - RIGHT);
-
-    let samples: Vec<f64> = (0..=64)
-        .map(|i| x_min + x_span * f64::from(i) / 64.0)
-        .map(|a| if spec.log2_x { a.exp2() } else { a })
-        .collect();
-    let y_top = measured
-        .iter()
-        .map(|(_, gbs, _)| *gbs)
-        .chain(samples.iter().filter_map(|x| model(*x)))
+        .map(|row| row.y)
+        .chain(curve.iter().flatten().map(|(_, y)| *y))
         .fold(0.0, f64::max);
-    let (step, y_max) = nice_axis(y_top);
-    let sy = |gbs: f64| HEIGHT - BOTTOM - gbs / y_max * (HEIGHT - TOP - BOTTOM);
-
-    // Sizes in bytes read better as KiB/MiB/GiB; ticks closer than a label's width are skipped.
-    let in_bytes = spec.x_label.contains("bytes");
-    let mut x_ticks: Vec<Tick> = Vec::new();
-    let mut xs: Vec<f64> = measured.iter().map(|(x, _, _)| *x).collect();
-    xs.sort_by(f64::total_cmp);
-    xs.dedup();
-    for x in xs {
-        let pos = round(sx(x));
-        if x_ticks.last().is_some_and(|t| pos - t.pos < MIN_TICK_GAP) {
-            continue;
-        }
-        let label = if in_bytes {
-            format_bytes(x)
-        } else {
-            format_number(x)
-        };
-        x_ticks.push(Tick { pos, label });
-    }
-    let y_ticks = (0..)
-        .map(|i| f64::from(i) * step)
-        .take_while(|v| *v <= y_max + step / 2.0)
-        .map(|v| Tick {
-            pos: round(sy(v)),
-            label: format_value(v),
-        })
-        .collect();
-    let points = measured
-        .iter()
-        .map(|(x, gbs, label)| Point {
-            x: round(sx(*x)),
-            y: round(sy(*gbs)),
-            label: format!("{label}: {} {y_label}", format_value(*gbs)),
-        })
-        .collect();
-    let model_points = spec.model.and(ceiling).map(|_| {
-        samples
-            .iter()
-            .filter_map(|x| model(*x).map(|gbs| format!("{},{}", round(sx(*x)), round(sy(gbs)))))
-            .collect::<Vec<_>>()
-            .join(" ")
-    });
-    let model_label = spec.model.and(ceiling).map(|_| match spec.model {
-        Some(Model::SectorStridedCopy) => "32-byte-sector model × measured ceiling".to_string(),
-        None => String::new(),
-    });
+    let y_axis = YAxis::up_to(y_top);
     Some(PlotView {
         width: WIDTH as u32,
         height: HEIGHT as u32,
@@ -179,14 +102,166 @@ pub fn plot_view(lab: &LabSpec, results: &LabResults) -> Option<PlotView> {
         bottom: HEIGHT - BOTTOM,
         x_label: spec.x_label.clone(),
         x_label_y: HEIGHT - 8.0,
-        x_ticks,
-        y_ticks,
-        points,
-        model_points,
-        model_label,
+        x_ticks: x_ticks(&rows, &x_axis, spec.x_label.contains("bytes")),
+        y_ticks: y_axis.ticks(),
+        points: rows
+            .iter()
+            .map(|row| Point {
+                x: round(x_axis.pos(row.x)),
+                y: round(y_axis.pos(row.y)),
+                label: format!("{}: {} {y_label}", row.label, format_value(row.y)),
+            })
+            .collect(),
+        model_points: curve.as_ref().map(|curve| {
+            curve
+                .iter()
+                .map(|(x, y)| format!("{},{}", round(x_axis.pos(*x)), round(y_axis.pos(*y))))
+                .collect::<Vec<_>>()
+                .join(" ")
+        }),
+        model_label: curve.as_ref().and(spec.model).map(model_label),
         legend_x: WIDTH - RIGHT - 8.0,
         y_label,
     })
+}
+
+/// A measured row at its `plot_x`, with its label.
+struct PlottedRow {
+    x: f64,
+    y: f64,
+    label: String,
+}
+
+/// The variants that have a `plot_x` and a value to plot.
+fn plotted_rows(lab: &LabSpec, results: &LabResults, y_of: &YOf) -> Vec<PlottedRow> {
+    results
+        .variants
+        .iter()
+        .filter_map(|v| {
+            let x = lab.variant(&v.name)?.plot_x?;
+            let y = y_of(v)?;
+            Some(PlottedRow {
+                x,
+                y,
+                label: lab
+                    .variant(&v.name)
+                    .map_or(v.name.clone(), |s| s.label().to_string()),
+            })
+        })
+        .collect()
+}
+
+/// The x axis: from the least to the greatest plotted position, spaced by powers of two if
+/// the lab asks for it.
+struct XAxis {
+    log2: bool,
+    min: f64,
+    span: f64,
+}
+
+impl XAxis {
+    fn spanning(rows: &[PlottedRow], log2: bool) -> Self {
+        let (min, max) = rows.iter().fold((f64::MAX, f64::MIN), |(lo, hi), row| {
+            let along = Self::along(log2, row.x);
+            (lo.min(along), hi.max(along))
+        });
+        XAxis {
+            log2,
+            min,
+            // One position alone still needs a width to divide by.
+            span: if max > min { max - min } else { 1.0 },
+        }
+    }
+
+    /// Where `x` lies along the axis, before scaling: `x`, or its log2.
+    fn along(log2: bool, x: f64) -> f64 {
+        if log2 { x.log2() } else { x }
+    }
+
+    /// The SVG x coordinate of `x`.
+    fn pos(&self, x: f64) -> f64 {
+        LEFT + (Self::along(self.log2, x) - self.min) / self.span * (WIDTH - LEFT - RIGHT)
+    }
+
+    /// 65 x values evenly spaced along the axis, to draw a curve through.
+    fn samples(&self) -> Vec<f64> {
+        (0..=64)
+            .map(|i| self.min + self.span * f64::from(i) / 64.0)
+            .map(|a| if self.log2 { a.exp2() } else { a })
+            .collect()
+    }
+}
+
+/// The y axis: from zero to a round value above everything plotted.
+struct YAxis {
+    step: f64,
+    max: f64,
+}
+
+impl YAxis {
+    fn up_to(top: f64) -> Self {
+        let (step, max) = nice_axis(top);
+        YAxis { step, max }
+    }
+
+    /// The SVG y coordinate of `y` (SVG's y grows downwards).
+    fn pos(&self, y: f64) -> f64 {
+        HEIGHT - BOTTOM - y / self.max * (HEIGHT - TOP - BOTTOM)
+    }
+
+    /// A gridline at every step from zero to the top.
+    fn ticks(&self) -> Vec<Tick> {
+        (0..)
+            .map(|i| f64::from(i) * self.step)
+            .take_while(|v| *v <= self.max + self.step / 2.0)
+            .map(|v| Tick {
+                pos: round(self.pos(v)),
+                label: format_value(v),
+            })
+            .collect()
+    }
+}
+
+/// One tick per plotted position. Sizes in bytes read better as KiB/MiB/GiB; ticks closer than
+/// a label's width are skipped.
+fn x_ticks(rows: &[PlottedRow], axis: &XAxis, in_bytes: bool) -> Vec<Tick> {
+    let mut ticks: Vec<Tick> = Vec::new();
+    let mut xs: Vec<f64> = rows.iter().map(|row| row.x).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    for x in xs {
+        let pos = round(axis.pos(x));
+        if ticks.last().is_some_and(|t| pos - t.pos < MIN_TICK_GAP) {
+            continue;
+        }
+        let label = if in_bytes {
+            format_bytes(x)
+        } else {
+            format_number(x)
+        };
+        ticks.push(Tick { pos, label });
+    }
+    ticks
+}
+
+/// The lab's model at each of `xs`, scaled to the ceiling measured in the same run; none
+/// without a model or a ceiling to scale it to.
+fn model_curve(model: Option<Model>, ceiling: Option<f64>, xs: &[f64]) -> Option<Vec<(f64, f64)>> {
+    let (model, ceiling) = model.zip(ceiling)?;
+    Some(
+        xs.iter()
+            .map(|&x| match model {
+                Model::SectorStridedCopy => (x, ceiling * strided_copy_efficiency(x)),
+            })
+            .collect(),
+    )
+}
+
+/// The legend of the model's curve.
+fn model_label(model: Model) -> String {
+    match model {
+        Model::SectorStridedCopy => "32-byte-sector model × measured ceiling".to_string(),
+    }
 }
 
 /// A round step and the axis top it gives: about five gridlines above `top`.

@@ -2,7 +2,7 @@
 //! runner and replaces every `{{#lab NAME}}` with the rendered results.
 
 use crate::render::{Templates, lab_view, planned_view};
-use crate::scan::{BookIndex, ScanError};
+use crate::scan::{BookIndex, ChapterScan, ScanError};
 use anyhow::{Context, bail};
 use kernelbook_core::KernelSource;
 use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
@@ -180,54 +180,25 @@ pub fn index_book(book: &Book, src_dir: &Path) -> Result<BookIndex, Vec<ScanErro
     BookIndex::build(chapters.iter().map(|(p, c)| (p.as_path(), *c)))
 }
 
-impl Preprocessor for KernelbookPreprocessor {
-    fn name(&self) -> &str {
-        NAME
-    }
-
-    fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
-        let src_dir = ctx.config.book.src.clone();
-        let (index, labs) = load_book_parts(&book, &src_dir, &labs_dir(&ctx.root, &ctx.config)?)?;
-        let mut errors = Vec::new();
-        for scan in index.chapters.values() {
-            for directive in &scan.directives {
-                if !labs.contains(&directive.lab) {
-                    errors.push(format!(
-                        "{}: there is no lab `{}` (labs: {})",
-                        directive.location,
-                        directive.lab,
-                        labs.names().join(", ")
-                    ));
-                }
-            }
-        }
-        if !errors.is_empty() {
-            bail!("{}", errors.join("\n"));
-        }
-
-        let strict = self.strict
+impl KernelbookPreprocessor {
+    /// Whether problems fail the build: `strict(true)` or `strict = true` in book.toml.
+    fn is_strict(&self, ctx: &PreprocessorContext) -> anyhow::Result<bool> {
+        Ok(self.strict
             || ctx
                 .config
                 .get::<bool>(&format!("preprocessor.{NAME}.strict"))?
-                .unwrap_or(false);
-        // Each lab the book shows is measured (or looked up) once, however often it is shown.
-        let mut shown: Vec<&str> = Vec::new();
-        for scan in index.chapters.values() {
-            for directive in &scan.directives {
-                if !shown.contains(&directive.lab.as_str()) {
-                    shown.push(&directive.lab);
-                }
-            }
-        }
-        let measurable: Vec<(&LabSpec, BTreeMap<String, KernelSource>)> = shown
-            .iter()
-            .filter_map(|name| labs.ready.get(*name))
-            .map(|lab| {
-                let kernels = index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
-                (lab, kernels)
-            })
-            .collect();
-        let requests: Vec<LabRequest<'_>> = measurable
+                .unwrap_or(false))
+    }
+
+    /// Asks the runner for the results of `labs` (each with the kernels it names): it prepares
+    /// them all at once, then gives each lab's outcome.
+    fn lab_outcomes<'a>(
+        &self,
+        labs: &[(&'a LabSpec, &BTreeMap<String, KernelSource>)],
+    ) -> anyhow::Result<BTreeMap<&'a str, LabOutcome>> {
+        // One batch: the runner decides the order (labs with Python rows last, so the Python
+        // process has imported torch by then) and which process measures what.
+        let requests: Vec<LabRequest<'_>> = labs
             .iter()
             .map(|(lab, kernels)| LabRequest { lab, kernels })
             .collect();
@@ -238,43 +209,159 @@ impl Preprocessor for KernelbookPreprocessor {
                 .map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
             self.runner.results(&requests, progress.as_mut())
         };
-        let outcomes: BTreeMap<&str, LabOutcome> = requests
+        let outcomes = labs
             .iter()
-            .map(|r| r.lab.name.as_str())
+            .map(|(lab, _)| lab.name.as_str())
             .zip(measured)
             .collect();
+        Ok(outcomes)
+    }
 
+    /// The HTML of every lab the book shows, by name, and the problems `--strict` fails on (each
+    /// at the first directive that shows the lab).
+    fn render_labs(
+        &self,
+        index: &BookIndex,
+        labs: &Labs,
+        outcomes: &BTreeMap<&str, LabOutcome>,
+    ) -> anyhow::Result<(BTreeMap<String, String>, Vec<String>)> {
         let mut failures = Vec::new();
         let mut rendered: BTreeMap<String, String> = BTreeMap::new();
-        for scan in index.chapters.values() {
-            for directive in &scan.directives {
-                if rendered.contains_key(&directive.lab) {
-                    continue;
-                }
-                let (Some(lab), Some(outcome)) = (
-                    labs.ready.get(&directive.lab),
-                    outcomes.get(directive.lab.as_str()),
-                ) else {
-                    if let Some(planned) = labs.planned.get(&directive.lab) {
-                        let html = self.templates.render_lab(&planned_view(planned))?;
-                        rendered.insert(directive.lab.clone(), html);
-                    }
-                    continue;
-                };
-                let view = lab_view(lab, outcome);
-                failures.extend(
-                    view.failures()
-                        .into_iter()
-                        .map(|f| format!("{}: {f}", directive.location)),
-                );
-                let html = self
-                    .templates
-                    .render_lab(&view)
-                    .with_context(|| format!("rendering lab `{}`", lab.name))?;
-                rendered.insert(directive.lab.clone(), html);
+        for directive in index.chapters.values().flat_map(|scan| &scan.directives) {
+            if rendered.contains_key(&directive.lab) {
+                continue;
             }
+            let (Some(lab), Some(outcome)) = (
+                labs.ready.get(&directive.lab),
+                outcomes.get(directive.lab.as_str()),
+            ) else {
+                if let Some(planned) = labs.planned.get(&directive.lab) {
+                    let html = self.templates.render_lab(&planned_view(planned))?;
+                    rendered.insert(directive.lab.clone(), html);
+                }
+                continue;
+            };
+            let view = lab_view(lab, outcome);
+            failures.extend(
+                view.failures()
+                    .into_iter()
+                    .map(|f| format!("{}: {f}", directive.location)),
+            );
+            let html = self
+                .templates
+                .render_lab(&view)
+                .with_context(|| format!("rendering lab `{}`", lab.name))?;
+            rendered.insert(directive.lab.clone(), html);
         }
+        Ok((rendered, failures))
+    }
+}
 
+/// Fails on every `{{#lab NAME}}` that names no lab, listing the labs there are.
+fn check_directives(index: &BookIndex, labs: &Labs) -> anyhow::Result<()> {
+    let errors: Vec<String> = index
+        .chapters
+        .values()
+        .flat_map(|scan| &scan.directives)
+        .filter(|directive| !labs.contains(&directive.lab))
+        .map(|directive| {
+            format!(
+                "{}: there is no lab `{}` (labs: {})",
+                directive.location,
+                directive.lab,
+                labs.names().join(", ")
+            )
+        })
+        .collect();
+    if !errors.is_empty() {
+        bail!("{}", errors.join("\n"));
+    }
+    Ok(())
+}
+
+/// The ready labs the book shows, each once however often it is shown (in the order first
+/// shown), with the kernels each one names.
+fn shown_labs<'a>(
+    index: &BookIndex,
+    labs: &'a Labs,
+) -> Vec<(&'a LabSpec, BTreeMap<String, KernelSource>)> {
+    let mut shown: Vec<&str> = Vec::new();
+    for directive in index.chapters.values().flat_map(|scan| &scan.directives) {
+        if !shown.contains(&directive.lab.as_str()) {
+            shown.push(&directive.lab);
+        }
+    }
+    shown
+        .iter()
+        .filter_map(|name| labs.ready.get(*name))
+        .map(|lab| {
+            let kernels = index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
+            (lab, kernels)
+        })
+        .collect()
+}
+
+/// Replaces each chapter's directives with their lab's HTML and captions its kernel blocks.
+fn edit_chapters(
+    book: &mut Book,
+    index: &BookIndex,
+    src_dir: &Path,
+    rendered: &BTreeMap<String, String>,
+) {
+    book.for_each_mut(|item| {
+        let BookItem::Chapter(chapter) = item else {
+            return;
+        };
+        let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref()) else {
+            return;
+        };
+        let Some(scan) = index.chapters.get(&src_dir.join(path)) else {
+            return;
+        };
+        chapter.content = apply_edits(&chapter.content, chapter_edits(scan, rendered));
+    });
+}
+
+/// The edits of one chapter: each directive's lab HTML, and each kernel block highlighted as
+/// C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives.
+fn chapter_edits(
+    scan: &ChapterScan,
+    rendered: &BTreeMap<String, String>,
+) -> Vec<(Range<usize>, String)> {
+    let mut edits: Vec<(Range<usize>, String)> = Vec::new();
+    for directive in &scan.directives {
+        if let Some(html) = rendered.get(&directive.lab) {
+            edits.push((directive.range.clone(), format!("\n\n{html}\n\n")));
+        }
+    }
+    for block in &scan.kernels {
+        edits.push((block.info_range.clone(), "cpp".into()));
+        let caption = format!(
+            "<p class=\"kernelbook-kernel\">Kernel <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.cu</code></p>\n\n",
+            block.kernel.name,
+            escape_html(&block.kernel.origin.to_string()),
+            block.kernel.name
+        );
+        edits.push((block.range.start..block.range.start, caption));
+    }
+    edits
+}
+
+impl Preprocessor for KernelbookPreprocessor {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
+        let src_dir = ctx.config.book.src.clone();
+        let (index, labs) = load_book_parts(&book, &src_dir, &labs_dir(&ctx.root, &ctx.config)?)?;
+        check_directives(&index, &labs)?;
+        let strict = self.is_strict(ctx)?;
+        let shown = shown_labs(&index, &labs);
+        let pairs: Vec<(&LabSpec, &BTreeMap<String, KernelSource>)> =
+            shown.iter().map(|(lab, k)| (*lab, k)).collect();
+        let outcomes = self.lab_outcomes(&pairs)?;
+        let (rendered, failures) = self.render_labs(&index, &labs, &outcomes)?;
         if strict && !failures.is_empty() {
             bail!(
                 "strict mode: {} problem(s)\n{}",
@@ -282,30 +369,7 @@ impl Preprocessor for KernelbookPreprocessor {
                 failures.join("\n")
             );
         }
-
-        book.for_each_mut(|item| {
-            let BookItem::Chapter(chapter) = item else { return };
-            let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref()) else { return };
-            let Some(scan) = index.chapters.get(&src_dir.join(path)) else { return };
-            let mut edits: Vec<(Range<usize>, String)> = Vec::new();
-            for directive in &scan.directives {
-                if let Some(html) = rendered.get(&directive.lab) {
-                    edits.push((directive.range.clone(), format!("\n\n{html}\n\n")));
-                }
-            }
-            for block in &scan.kernels {
-                // Highlight as C++ (the highlighter knows no CUDA) and say where the kernel lives.
-                edits.push((block.info_range.clone(), "cpp".into()));
-                let caption = format!(
-                    "<p class=\"kernelbook-kernel\">Kernel <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.cu</code></p>\n\n",
-                    block.kernel.name,
-                    escape_html(&block.kernel.origin.to_string()),
-                    block.kernel.name
-                );
-                edits.push((block.range.start..block.range.start, caption));
-            }
-            chapter.content = apply_edits(&chapter.content, edits);
-        });
+        edit_chapters(&mut book, &index, &src_dir, &rendered);
         Ok(book)
     }
 

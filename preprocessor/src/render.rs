@@ -6,7 +6,7 @@ use handlebars::Handlebars;
 use kernelbook_core::bandwidth::percent_of;
 use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
 use kernelbook_core::spec::{LabSpec, PlannedLab};
-use kernelbook_runner::LabOutcome;
+use kernelbook_runner::{KernelProblem, LabOutcome};
 use serde::Serialize;
 
 const LAB_TEMPLATE: &str = include_str!("../templates/lab.hbs");
@@ -292,40 +292,14 @@ pub fn planned_view(lab: &PlannedLab) -> LabView {
 
 /// Builds the view of `lab` from where its results came from.
 pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
-    let mut problems = Vec::new();
-    let (results, origin_class, origin, mut notes) = match outcome {
-        LabOutcome::Measured { results, cached } => (
-            results,
-            "live",
-            if *cached {
-                "Measured on this machine (cached from an earlier build)"
-            } else {
-                "Measured live on this machine"
-            },
-            Vec::new(),
-        ),
+    let origin = match outcome {
+        LabOutcome::Measured { results, cached } => Origin::measured(results, *cached),
         LabOutcome::Recorded {
             results,
             why,
             stale_kernels,
             compile_errors,
-        } => {
-            problems.extend(compile_errors.iter().map(|p| ProblemView {
-                title: format!(
-                    "{} no longer compiles (checked with NVRTC; no GPU ran it)",
-                    p.kernel
-                ),
-                detail: p.message.clone(),
-            }));
-            let mut notes = vec![format!("These are recorded results: {why}.")];
-            if !stale_kernels.is_empty() {
-                notes.push(format!(
-                    "The recorded numbers predate edits to {}: run the book on a GPU to measure the current code.",
-                    stale_kernels.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
-                ));
-            }
-            (results, "recorded", "Recorded", notes)
-        }
+        } => Origin::recorded(results, why, stale_kernels, compile_errors),
         LabOutcome::Missing { why } => {
             return LabView::without_results(
                 &lab.name,
@@ -335,51 +309,211 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
             );
         }
     };
-    if results.params != lab.params {
-        notes.push(format!(
-            "Measured with {}; the lab now asks for {}.",
-            format_params(&results.params),
-            format_params(&lab.params)
-        ));
+    results_view(lab, origin)
+}
+
+/// Where a lab's results came from, and what the reader must know about that before the table.
+struct Origin<'a> {
+    results: &'a LabResults,
+    /// A CSS class: "live" or "recorded".
+    class: &'static str,
+    /// e.g. "Measured live on this machine" or "Recorded".
+    label: &'static str,
+    notes: Vec<String>,
+    problems: Vec<ProblemView>,
+}
+
+impl<'a> Origin<'a> {
+    fn measured(results: &'a LabResults, cached: bool) -> Self {
+        Origin {
+            results,
+            class: "live",
+            label: if cached {
+                "Measured on this machine (cached from an earlier build)"
+            } else {
+                "Measured live on this machine"
+            },
+            notes: Vec::new(),
+            problems: Vec::new(),
+        }
     }
-    let device = &results.provenance.device;
-    let peak = device.theoretical_gbs();
+
+    /// Recorded results say why they are not live, which kernels were edited since the
+    /// recording, and which of those edits no longer compile.
+    fn recorded(
+        results: &'a LabResults,
+        why: &str,
+        stale_kernels: &[String],
+        compile_errors: &[KernelProblem],
+    ) -> Self {
+        let problems = compile_errors
+            .iter()
+            .map(|p| ProblemView {
+                title: format!(
+                    "{} no longer compiles (checked with NVRTC; no GPU ran it)",
+                    p.kernel
+                ),
+                detail: p.message.clone(),
+            })
+            .collect();
+        let mut notes = vec![format!("These are recorded results: {why}.")];
+        if !stale_kernels.is_empty() {
+            notes.push(format!(
+                "The recorded numbers predate edits to {}: run the book on a GPU to measure the current code.",
+                stale_kernels.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+        Origin {
+            results,
+            class: "recorded",
+            label: "Recorded",
+            notes,
+            problems,
+        }
+    }
+}
+
+/// The view of a lab that has results, measured or recorded.
+fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
+    let results = origin.results;
+    let columns = TableColumns::of(results);
+    let peak = results.provenance.device.theoretical_gbs();
     let ceiling = results.ceiling_gbs();
-    let ceiling_label = results
-        .ceiling
-        .as_deref()
-        .map(|name| lab.variant(name).map_or(name, |v| v.label()).to_string())
-        .unwrap_or_else(|| "ceiling".into());
-    let show_bandwidth = results.variants.iter().any(|v| v.bytes_moved > 0);
-    let rate_scale = rate_scale(results);
-    let sm_clock_ghz = results
-        .provenance
-        .clocks
-        .map(|c| f64::from(c.sm_mhz) / 1000.0)
-        .filter(|ghz| *ghz > 0.0);
-    let columns = Columns {
-        rate: rate_scale.as_ref().map(|(divisor, _)| *divisor),
-        sm_clock_ghz,
-    };
     let rows: Vec<RowView> = results
         .variants
         .iter()
-        .map(|v| row_view(lab, results, v, ceiling, peak, &columns))
+        .map(|v| row_view(lab, results, v, ceiling, peak, &columns.row))
         .collect();
-    let counter_unit = results
-        .variants
-        .iter()
-        .find_map(|v| v.counter.as_ref().map(|c| c.unit.clone()));
-    let counter_ns_header = counter_unit
+    let mut notes = origin.notes;
+    notes.extend(result_notes(lab, results, &rows));
+    let mut problems = origin.problems;
+    problems.extend(compile_failures(results));
+    let (levels, levels_header) = level_views(lab, results, &rows);
+    LabView {
+        lab: lab.name.clone(),
+        title: lab.title.clone(),
+        origin_class: origin.class.into(),
+        origin: origin.label.into(),
+        ceiling_label: ceiling_label(lab, results),
+        has_launch_stats: rows.iter().any(|r| r.kernel.is_some()),
+        launch_rows: launch_rows(&rows),
+        rows,
+        provenance: Some(provenance_view(results)),
+        notes,
+        problems,
+        plot: crate::plot::plot_view(lab, results),
+        missing: None,
+        data_columns: columns.count(),
+        show_bandwidth: columns.bandwidth,
+        rate_header: columns.rate_header,
+        counter_header: columns.counter_header,
+        counter_ns_header: columns.counter_ns_header,
+        ratios: ratio_sentences(lab, results),
+        ridge: ridge_sentence(lab, results),
+        profile: profile_view(lab, results),
+        levels,
+        levels_header,
+    }
+}
+
+/// The table's optional columns, decided from what the lab's variants measured.
+struct TableColumns {
+    /// Only a lab that moves bytes has the three bandwidth columns.
+    bandwidth: bool,
+    rate_header: Option<String>,
+    counter_header: Option<String>,
+    counter_ns_header: Option<String>,
+    /// What each row needs to fill them.
+    row: Columns,
+}
+
+impl TableColumns {
+    fn of(results: &LabResults) -> Self {
+        let rate_scale = rate_scale(results);
+        let sm_clock_ghz = results
+            .provenance
+            .clocks
+            .map(|c| f64::from(c.sm_mhz) / 1000.0)
+            .filter(|ghz| *ghz > 0.0);
+        let counter_header = results
+            .variants
+            .iter()
+            .find_map(|v| v.counter.as_ref().map(|c| c.unit.clone()));
+        // Nanoseconds need a count of SM cycles and the clock it ran at.
+        let counter_ns_header = counter_header
+            .as_deref()
+            .filter(|unit| unit.starts_with("cycles") && sm_clock_ghz.is_some())
+            .map(|unit| format!("ns {}", unit.trim_start_matches("cycles").trim()));
+        TableColumns {
+            bandwidth: results.variants.iter().any(|v| v.bytes_moved > 0),
+            row: Columns {
+                rate: rate_scale.as_ref().map(|(divisor, _)| *divisor),
+                sm_clock_ghz,
+            },
+            rate_header: rate_scale.map(|(_, header)| header),
+            counter_header,
+            counter_ns_header,
+        }
+    }
+
+    /// How many data columns a row has after the label and access pattern: the time and its
+    /// spread, then the optional ones.
+    fn count(&self) -> usize {
+        2 + if self.bandwidth { 3 } else { 0 }
+            + usize::from(self.rate_header.is_some())
+            + usize::from(self.counter_header.is_some())
+            + usize::from(self.counter_ns_header.is_some())
+    }
+}
+
+/// What the ceiling column is relative to: the ceiling variant's label.
+fn ceiling_label(lab: &LabSpec, results: &LabResults) -> String {
+    results
+        .ceiling
         .as_deref()
-        .filter(|unit| unit.starts_with("cycles") && sm_clock_ghz.is_some())
-        .map(|unit| format!("ns {}", unit.trim_start_matches("cycles").trim()));
-    let rate_header = rate_scale.map(|(_, header)| header);
-    let data_columns = 2
-        + if show_bandwidth { 3 } else { 0 }
-        + usize::from(rate_header.is_some())
-        + usize::from(counter_unit.is_some())
-        + usize::from(counter_ns_header.is_some());
+        .map(|name| lab.variant(name).map_or(name, |v| v.label()).to_string())
+        .unwrap_or_else(|| "ceiling".into())
+}
+
+/// One row per kernel and launch shape: a sweep runs one kernel many times with one launch.
+fn launch_rows(rows: &[RowView]) -> Vec<RowView> {
+    let mut seen = std::collections::BTreeSet::new();
+    rows.iter()
+        .filter(|r| {
+            r.kernel.is_some()
+                && seen.insert((r.kernel.clone(), r.launch.clone(), r.registers.clone()))
+        })
+        .cloned()
+        .collect()
+}
+
+/// The notes under a table that the results call for, in the order the reader needs them.
+fn result_notes(lab: &LabSpec, results: &LabResults, rows: &[RowView]) -> Vec<String> {
+    [
+        changed_params_note(lab, results),
+        peers_note(lab, results),
+        sampled_check_note(lab, results),
+        noisy_note(rows),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// Results measured with other parameters than the lab now asks for are still shown, with this.
+fn changed_params_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
+    (results.params != lab.params).then(|| {
+        format!(
+            "Measured with {}; the lab now asks for {}.",
+            format_params(&results.params),
+            format_params(&lab.params)
+        )
+    })
+}
+
+/// Which peer libraries (variants without a kernel of the book, other than memcpy) this machine
+/// has, and which implementation each one picked.
+fn peers_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
     let peers: Vec<String> = results
         .variants
         .iter()
@@ -399,104 +533,85 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
             }
         })
         .collect();
-    if !peers.is_empty() {
-        notes.push(format!("Peers on this machine — {}.", peers.join("; ")));
-    }
-    let sampled = lab
+    (!peers.is_empty()).then(|| format!("Peers on this machine — {}.", peers.join("; ")))
+}
+
+/// A check that compares only every n-th element says so, and why.
+fn sampled_check_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
+    let stride = lab
         .variants
         .iter()
         .filter_map(|v| lab.check_for(v).sample_stride(&results.params).ok())
         .max()
-        .filter(|stride| *stride > 1);
-    if let Some(stride) = sampled {
-        notes.push(format!(
-            "This lab's check compares every {stride}th output element with the CPU's (about {} in all, spread over the whole output): \
-             recomputing every element would cost the CPU as much arithmetic as the kernel does.",
-            kernelbook_core::spec::SAMPLED_ELEMENTS
-        ));
+        .filter(|stride| *stride > 1)?;
+    Some(format!(
+        "This lab's check compares every {stride}th output element with the CPU's (about {} in all, spread over the whole output): \
+         recomputing every element would cost the CPU as much arithmetic as the kernel does.",
+        kernelbook_core::spec::SAMPLED_ELEMENTS
+    ))
+}
+
+/// Explains the "noisy" mark, where a row has it.
+fn noisy_note(rows: &[RowView]) -> Option<String> {
+    rows.iter().any(|r| r.noisy).then(|| {
+        "A result marked noisy had a relative spread above 5 %: treat its figure with care.".into()
+    })
+}
+
+/// A variant that did not compile gets the compiler's message in full, below the table.
+fn compile_failures(results: &LabResults) -> impl Iterator<Item = ProblemView> + '_ {
+    results
+        .variants
+        .iter()
+        .filter_map(|variant| match &variant.outcome {
+            Outcome::Failed {
+                stage: FailureStage::Compile,
+                message,
+            } => Some(ProblemView {
+                title: format!(
+                    "{} did not compile",
+                    variant.kernel.as_deref().unwrap_or(&variant.name)
+                ),
+                detail: message.clone(),
+            }),
+            _ => None,
+        })
+}
+
+/// The machine, toolchain and run the results come from.
+fn provenance_view(results: &LabResults) -> ProvenanceView {
+    let p = &results.provenance;
+    let device = &p.device;
+    ProvenanceView {
+        device: device.name.clone(),
+        arch: device.arch.clone(),
+        sm_count: device.sm_count,
+        l2: format!("{:.0} MiB", device.l2_bytes as f64 / (1 << 20) as f64),
+        peak: format!("{:.0} GB/s", device.theoretical_gbs()),
+        driver: p.driver_version.clone(),
+        compiler: p.compiler_version.clone(),
+        params: format_params(&results.params),
+        date: p.measured_at.clone(),
+        samples: sample_count(results),
+        wall: format!("{:.1} s", p.wall_seconds),
+        timing: p.timing_method.clone(),
+        seed: p.input_seed,
+        clocks: p
+            .clocks
+            .map(|c| format!("SM {} MHz, memory {} MHz", c.sm_mhz, c.memory_mhz)),
     }
-    if rows.iter().any(|r| r.noisy) {
-        notes.push(
-            "A result marked noisy had a relative spread above 5 %: treat its figure with care."
-                .into(),
-        );
-    }
-    let samples = results
+}
+
+/// How many timed samples all the measured variants took together.
+fn sample_count(results: &LabResults) -> usize {
+    results
         .variants
         .iter()
         .map(|v| match &v.outcome {
             Outcome::Measured { samples_ms, .. } => samples_ms.len(),
             _ => 0,
         })
-        .sum();
-    for variant in &results.variants {
-        if let Outcome::Failed {
-            stage: FailureStage::Compile,
-            message,
-        } = &variant.outcome
-        {
-            problems.push(ProblemView {
-                title: format!(
-                    "{} did not compile",
-                    variant.kernel.as_deref().unwrap_or(&variant.name)
-                ),
-                detail: message.clone(),
-            });
-        }
-    }
-    let (levels, levels_header) = level_views(lab, results, &rows);
-    let p = &results.provenance;
-    LabView {
-        lab: lab.name.clone(),
-        title: lab.title.clone(),
-        origin_class: origin_class.into(),
-        origin: origin.into(),
-        ceiling_label,
-        has_launch_stats: rows.iter().any(|r| r.kernel.is_some()),
-        launch_rows: {
-            let mut seen = std::collections::BTreeSet::new();
-            rows.iter()
-                .filter(|r| {
-                    r.kernel.is_some()
-                        && seen.insert((r.kernel.clone(), r.launch.clone(), r.registers.clone()))
-                })
-                .cloned()
-                .collect()
-        },
-        rows,
-        provenance: Some(ProvenanceView {
-            device: device.name.clone(),
-            arch: device.arch.clone(),
-            sm_count: device.sm_count,
-            l2: format!("{:.0} MiB", device.l2_bytes as f64 / (1 << 20) as f64),
-            peak: format!("{peak:.0} GB/s"),
-            driver: p.driver_version.clone(),
-            compiler: p.compiler_version.clone(),
-            params: format_params(&results.params),
-            date: p.measured_at.clone(),
-            samples,
-            wall: format!("{:.1} s", p.wall_seconds),
-            timing: p.timing_method.clone(),
-            seed: p.input_seed,
-            clocks: p
-                .clocks
-                .map(|c| format!("SM {} MHz, memory {} MHz", c.sm_mhz, c.memory_mhz)),
-        }),
-        notes,
-        problems,
-        plot: crate::plot::plot_view(lab, results),
-        missing: None,
-        show_bandwidth,
-        rate_header,
-        counter_header: counter_unit,
-        counter_ns_header,
-        data_columns,
-        ratios: ratio_sentences(lab, results),
-        ridge: ridge_sentence(lab, results),
-        profile: profile_view(lab, results),
-        levels,
-        levels_header,
-    }
+        .sum()
 }
 
 /// What the optional columns of a row need.

@@ -48,14 +48,52 @@ pub struct ScanError {
 
 /// Scans one chapter. `file` is used for locations (relative to the book's source folder).
 pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError> {
-    let at = |offset: usize| SourceLocation {
-        file: file.to_path_buf(),
-        line: line_of_offset(content, offset),
-    };
-    let mut scan = ChapterScan::default();
-    let mut code_ranges: Vec<Range<usize>> = Vec::new();
-    let mut open_block: Option<(Range<usize>, String, Range<usize>, String)> = None;
+    let chapter = Chapter { content, file };
+    let (kernels, code_ranges) = scan_code(&chapter)?;
+    let directives = scan_directives(&chapter, &code_ranges)?;
+    Ok(ChapterScan {
+        kernels,
+        directives,
+    })
+}
 
+/// A chapter's markdown and the file it is reported under.
+struct Chapter<'a> {
+    content: &'a str,
+    file: &'a Path,
+}
+
+impl Chapter<'_> {
+    fn at(&self, offset: usize) -> SourceLocation {
+        SourceLocation {
+            file: self.file.to_path_buf(),
+            line: line_of_offset(self.content, offset),
+        }
+    }
+
+    fn error(&self, offset: usize, message: impl Into<String>) -> ScanError {
+        ScanError {
+            location: self.at(offset),
+            message: message.into(),
+        }
+    }
+}
+
+/// A fenced or indented code block whose end has not been reached yet.
+struct OpenBlock {
+    range: Range<usize>,
+    info: String,
+    info_range: Range<usize>,
+    body: String,
+}
+
+/// The chapter's kernel blocks, and the ranges of all its code (blocks, spans and HTML), where a
+/// directive is only text.
+fn scan_code(chapter: &Chapter<'_>) -> Result<(Vec<KernelBlock>, Vec<Range<usize>>), ScanError> {
+    let content = chapter.content;
+    let mut kernels = Vec::new();
+    let mut code_ranges: Vec<Range<usize>> = Vec::new();
+    let mut open_block: Option<OpenBlock> = None;
     for (event, range) in Parser::new_ext(content, Options::all()).into_offset_iter() {
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
@@ -67,44 +105,62 @@ pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError
                     }
                     CodeBlockKind::Indented => (String::new(), range.start..range.start),
                 };
-                open_block = Some((range, info, info_range, String::new()));
+                open_block = Some(OpenBlock {
+                    range,
+                    info,
+                    info_range,
+                    body: String::new(),
+                });
             }
             Event::Text(text) => {
-                if let Some((_, _, _, body)) = open_block.as_mut() {
-                    body.push_str(&text);
+                if let Some(block) = open_block.as_mut() {
+                    block.body.push_str(&text);
                 }
             }
             Event::End(TagEnd::CodeBlock) => {
-                if let Some((range, info, info_range, body)) = open_block.take() {
-                    code_ranges.push(range.clone());
-                    if let Some((name, language)) =
-                        parse_info(&info).map_err(|message| ScanError {
-                            location: at(range.start),
-                            message,
-                        })?
-                    {
-                        let origin = at(range.start);
-                        scan.kernels.push(KernelBlock {
-                            kernel: KernelSource {
-                                name,
-                                source: body,
-                                origin: SourceLocation {
-                                    file: origin.file,
-                                    line: origin.line + 1,
-                                },
-                                language,
-                            },
-                            range,
-                            info_range,
-                        });
-                    }
+                if let Some(block) = open_block.take() {
+                    code_ranges.push(block.range.clone());
+                    kernels.extend(kernel_block(chapter, block)?);
                 }
             }
             Event::Code(_) | Event::Html(_) | Event::InlineHtml(_) => code_ranges.push(range),
             _ => {}
         }
     }
+    Ok((kernels, code_ranges))
+}
 
+/// The kernel a finished code block defines, if its info string names one.
+fn kernel_block(chapter: &Chapter<'_>, block: OpenBlock) -> Result<Option<KernelBlock>, ScanError> {
+    let Some((name, language)) =
+        parse_info(&block.info).map_err(|message| chapter.error(block.range.start, message))?
+    else {
+        return Ok(None);
+    };
+    let fence = chapter.at(block.range.start);
+    Ok(Some(KernelBlock {
+        kernel: KernelSource {
+            name,
+            source: block.body,
+            // The source starts on the line after the opening fence.
+            origin: SourceLocation {
+                file: fence.file,
+                line: fence.line + 1,
+            },
+            language,
+        },
+        range: block.range,
+        info_range: block.info_range,
+    }))
+}
+
+/// Every `{{#lab NAME}}` outside code; another preprocessor's `{{#lab...}}` is skipped.
+fn scan_directives(
+    chapter: &Chapter<'_>,
+    code_ranges: &[Range<usize>],
+) -> Result<Vec<Directive>, ScanError> {
+    let content = chapter.content;
+    let mut directives = Vec::new();
     let mut search_from = 0;
     while let Some(found) = content[search_from..].find(DIRECTIVE_OPEN) {
         let start = search_from + found;
@@ -112,48 +168,52 @@ pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError
         if code_ranges.iter().any(|r| r.contains(&start)) {
             continue;
         }
-        let line_end = content[start..]
-            .find('\n')
-            .map_or(content.len(), |i| start + i);
-        let Some(close) = content[start..line_end].find("}}") else {
-            return Err(ScanError {
-                location: at(start),
-                message: "`{{#lab` is not closed with `}}` on the same line".into(),
-            });
-        };
-        let end = start + close + 2;
-        let inner = &content[start + DIRECTIVE_OPEN.len()..start + close];
-        if !inner.is_empty() && !inner.starts_with(char::is_whitespace) {
-            // `{{#labs ...}}` or similar: another preprocessor's directive, not ours.
-            continue;
+        if let Some(directive) = parse_directive(chapter, start)? {
+            search_from = directive.range.end;
+            directives.push(directive);
         }
-        let words: Vec<&str> = inner.split_whitespace().collect();
-        let lab = match words.as_slice() {
-            [name] if is_lab_name(name) => name.to_string(),
-            [] => {
-                return Err(ScanError {
-                    location: at(start),
-                    message: "`{{#lab}}` needs a lab name, e.g. `{{#lab transpose}}`".into(),
-                });
-            }
-            _ => {
-                return Err(ScanError {
-                    location: at(start),
-                    message: format!(
-                        "malformed directive `{}`: expected `{{{{#lab NAME}}}}` with one name of letters, digits, `_` or `-`",
-                        &content[start..end]
-                    ),
-                });
-            }
-        };
-        scan.directives.push(Directive {
-            lab,
-            range: start..end,
-            location: at(start),
-        });
-        search_from = end;
     }
-    Ok(scan)
+    Ok(directives)
+}
+
+/// The directive that opens at `start`, or `None` if it is not ours (`{{#labs ...}}`).
+fn parse_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Directive>, ScanError> {
+    let content = chapter.content;
+    let line_end = content[start..]
+        .find('\n')
+        .map_or(content.len(), |i| start + i);
+    let Some(close) = content[start..line_end].find("}}") else {
+        return Err(chapter.error(start, "`{{#lab` is not closed with `}}` on the same line"));
+    };
+    let end = start + close + 2;
+    let inner = &content[start + DIRECTIVE_OPEN.len()..start + close];
+    if !inner.is_empty() && !inner.starts_with(char::is_whitespace) {
+        return Ok(None);
+    }
+    let words: Vec<&str> = inner.split_whitespace().collect();
+    let lab = match words.as_slice() {
+        [name] if is_lab_name(name) => name.to_string(),
+        [] => {
+            return Err(chapter.error(
+                start,
+                "`{{#lab}}` needs a lab name, e.g. `{{#lab transpose}}`",
+            ));
+        }
+        _ => {
+            return Err(chapter.error(
+                start,
+                format!(
+                    "malformed directive `{}`: expected `{{{{#lab NAME}}}}` with one name of letters, digits, `_` or `-`",
+                    &content[start..end]
+                ),
+            ));
+        }
+    };
+    Ok(Some(Directive {
+        lab,
+        range: start..end,
+        location: chapter.at(start),
+    }))
 }
 
 /// Reads a fenced block's info string: `Ok(Some((name, language)))` for a kernel block

@@ -356,86 +356,26 @@ impl fmt::Display for Times {
 
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let solution =
-            |f: &mut fmt::Formatter<'_>, solution_speedup: &Option<f64>| match solution_speedup {
-                Some(s) => write!(
-                    f,
-                    " The reference solution runs at {s:.2}× the starter's speed."
-                ),
-                None => Ok(()),
-            };
         match self {
             Verdict::Pass {
                 speedup,
                 needed,
                 solution_speedup,
                 blocks_per_sm,
-            } => {
-                write!(
-                    f,
-                    "PASS: correct, and {speedup:.2}× the starter's speed (at least {} needed)",
-                    Times(*needed)
-                )?;
-                if let Some((have, needed)) = blocks_per_sm {
-                    write!(f, ", with {have} blocks per SM (at least {needed} needed)")?;
-                }
-                f.write_str(".")?;
-                solution(f, solution_speedup)
-            }
+            } => write_pass(f, *speedup, *needed, *solution_speedup, *blocks_per_sm),
             Verdict::DoesNotCompile { message } => write!(
                 f,
                 "FAIL: your kernel does not compile. The compiler says:\n{}",
                 message.trim_end()
             ),
-            Verdict::WrongResult { mismatch } => {
-                write!(
-                    f,
-                    "FAIL: your kernel runs, but its result is wrong: the first mismatch is at index \
-                     {}, which should be {} and is {}",
-                    mismatch.index, mismatch.expected, mismatch.actual
-                )?;
-                if mismatch.count > 1 {
-                    write!(f, " ({} elements differ in all)", mismatch.count)?;
-                }
-                f.write_str(".")?;
-                if mismatch.actual == "NaN" {
-                    // Outputs are filled with all-ones bits (NaN) before every check.
-                    f.write_str(
-                        " A NaN there usually means no thread wrote that element: the output is \
-                         filled with NaN before your kernel runs. Check that every index gets a \
-                         thread and your bounds test lets it through.",
-                    )
-                } else {
-                    f.write_str(
-                        " Check the index arithmetic: which element does each thread read, and \
-                         where does it write it?",
-                    )
-                }
-            }
-            Verdict::Failed { stage, message } => {
-                let advice = match stage {
-                    FailureStage::Load => {
-                        " Keep the starter's function name and its `extern \"C\" __global__` \
-                         declaration."
-                    }
-                    FailureStage::Launch => {
-                        " Keep the starter's parameters: your kernel is launched exactly like the \
-                         starter. A fault here usually means an access out of bounds."
-                    }
-                    FailureStage::Crash => {
-                        " That usually means an access out of bounds: check every index against \
-                         the buffer's length."
-                    }
-                    FailureStage::Timeout => " Look for a loop that never ends.",
-                    FailureStage::Compile | FailureStage::Timing => "",
-                };
-                write!(
-                    f,
-                    "FAIL: your kernel compiled, but failed at {}: {}.{advice}",
-                    stage.describe(),
-                    message.trim_end().trim_end_matches('.')
-                )
-            }
+            Verdict::WrongResult { mismatch } => write_wrong_result(f, mismatch),
+            Verdict::Failed { stage, message } => write!(
+                f,
+                "FAIL: your kernel compiled, but failed at {}: {}.{}",
+                stage.describe(),
+                message.trim_end().trim_end_matches('.'),
+                failure_advice(*stage)
+            ),
             Verdict::NotFaster {
                 speedup,
                 needed,
@@ -448,7 +388,7 @@ impl fmt::Display for Verdict {
                     "FAIL: correct, but {speedup:.2}× the starter's speed; this exercise needs {}.",
                     Times(*needed)
                 )?;
-                solution(f, solution_speedup)?;
+                write_solution_speedup(f, *solution_speedup)?;
                 if *noisy {
                     f.write_str(" (The times were noisy: run the check again to be sure.)")?;
                 }
@@ -473,6 +413,86 @@ impl fmt::Display for Verdict {
                 problem.trim_end()
             ),
         }
+    }
+}
+
+/// [`Verdict::Pass`]: the speedup reached, and the residency where the exercise asks for one.
+fn write_pass(
+    f: &mut fmt::Formatter<'_>,
+    speedup: f64,
+    needed: f64,
+    solution_speedup: Option<f64>,
+    blocks_per_sm: Option<(u32, u32)>,
+) -> fmt::Result {
+    write!(
+        f,
+        "PASS: correct, and {speedup:.2}× the starter's speed (at least {} needed)",
+        Times(needed)
+    )?;
+    if let Some((have, needed)) = blocks_per_sm {
+        write!(f, ", with {have} blocks per SM (at least {needed} needed)")?;
+    }
+    f.write_str(".")?;
+    write_solution_speedup(f, solution_speedup)
+}
+
+/// What the reference solution reached, so the learner knows how much more there is to gain.
+fn write_solution_speedup(
+    f: &mut fmt::Formatter<'_>,
+    solution_speedup: Option<f64>,
+) -> fmt::Result {
+    match solution_speedup {
+        Some(s) => write!(
+            f,
+            " The reference solution runs at {s:.2}× the starter's speed."
+        ),
+        None => Ok(()),
+    }
+}
+
+/// [`Verdict::WrongResult`]: the first mismatch, how many there are, and where to look.
+fn write_wrong_result(f: &mut fmt::Formatter<'_>, mismatch: &Mismatch) -> fmt::Result {
+    write!(
+        f,
+        "FAIL: your kernel runs, but its result is wrong: the first mismatch is at index \
+         {}, which should be {} and is {}",
+        mismatch.index, mismatch.expected, mismatch.actual
+    )?;
+    if mismatch.count > 1 {
+        write!(f, " ({} elements differ in all)", mismatch.count)?;
+    }
+    f.write_str(".")?;
+    if mismatch.actual == "NaN" {
+        // Outputs are filled with all-ones bits (NaN) before every check.
+        f.write_str(
+            " A NaN there usually means no thread wrote that element: the output is \
+             filled with NaN before your kernel runs. Check that every index gets a \
+             thread and your bounds test lets it through.",
+        )
+    } else {
+        f.write_str(
+            " Check the index arithmetic: which element does each thread read, and \
+             where does it write it?",
+        )
+    }
+}
+
+/// What usually causes a compiled kernel to fail at `stage`, as a sentence after the message.
+fn failure_advice(stage: FailureStage) -> &'static str {
+    match stage {
+        FailureStage::Load => {
+            " Keep the starter's function name and its `extern \"C\" __global__` declaration."
+        }
+        FailureStage::Launch => {
+            " Keep the starter's parameters: your kernel is launched exactly like the \
+             starter. A fault here usually means an access out of bounds."
+        }
+        FailureStage::Crash => {
+            " That usually means an access out of bounds: check every index against \
+             the buffer's length."
+        }
+        FailureStage::Timeout => " Look for a loop that never ends.",
+        FailureStage::Compile | FailureStage::Timing => "",
     }
 }
 
