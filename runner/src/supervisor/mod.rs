@@ -45,6 +45,9 @@ impl RunError {
     }
 }
 
+/// A GPU opened in this process and its compiler, once the first lab needs them.
+type LocalGpu = Mutex<Option<(Box<dyn Device + Send>, Box<dyn Compiler + Send>)>>;
+
 /// Where device rows are measured.
 enum Place {
     /// In child processes of this executable, which must answer
@@ -54,7 +57,7 @@ enum Place {
         process: MeasuringProcess,
     },
     /// In this process, on a device opened on first use.
-    InProcess(Mutex<Option<(Box<dyn Device + Send>, Box<dyn Compiler + Send>)>>),
+    InProcess(LocalGpu),
 }
 
 /// Schedules measurements: see the module documentation.
@@ -159,7 +162,7 @@ impl Supervisor {
     /// The device rows of `plan`, measured in this process.
     fn measure_here(
         &self,
-        device: &Mutex<Option<(Box<dyn Device + Send>, Box<dyn Compiler + Send>)>>,
+        device: &LocalGpu,
         plan: &LabPlan,
         seed: u64,
         progress: &mut dyn Progress,
