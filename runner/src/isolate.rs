@@ -184,10 +184,10 @@ fn measure_request(
         None => lab,
     };
     if gpu.as_ref().is_none_or(|g| g.backend != request.backend) {
-        let found = backend::find(request.backend)?;
+        let found = backend::find(request.backend).map_err(|e| e.to_string())?;
         *gpu = Some(ChildGpu {
             backend: request.backend,
-            device: backend::open(found.backend)?,
+            device: backend::open(found.backend).map_err(|e| e.to_string())?,
             compiler: found.compiler,
         });
     }

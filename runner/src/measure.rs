@@ -397,8 +397,10 @@ fn measure_variants(
                                     cols,
                                 }))
                             }
-                            Err(reason) => {
-                                result.outcome = Outcome::Unavailable { reason };
+                            Err(why) => {
+                                result.outcome = Outcome::Unavailable {
+                                    reason: why.message,
+                                };
                                 progress.finished(&result);
                                 variants.push(result);
                                 continue;

@@ -342,7 +342,7 @@ impl Runner {
         self.with_gpu(|gpu| {
             if gpu.device.is_none() {
                 progress.stage("opening the GPU");
-                gpu.device = Some(backend::open(gpu.backend)?);
+                gpu.device = Some(backend::open(gpu.backend).map_err(|e| e.to_string())?);
             }
             Ok(())
         })
@@ -470,7 +470,7 @@ impl Runner {
             .map_err(|_| "the GPU state was poisoned by an earlier panic".to_string())?;
         let choice = self.config.backend;
         let state = guard.get_or_insert_with(|| {
-            let found = backend::find(choice)?;
+            let found = backend::find(choice).map_err(|e| e.to_string())?;
             Ok(Gpu {
                 backend: found.backend,
                 toolchain: Toolchain {

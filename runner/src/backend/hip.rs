@@ -1644,8 +1644,12 @@ impl Device for HipDevice {
         Ok(())
     }
 
-    fn transpose_library(&mut self) -> Result<String, String> {
-        Err(NO_LIBRARY_TRANSPOSE.to_string())
+    fn transpose_library(&mut self) -> Result<String, DeviceError> {
+        Err(DeviceError::of_kind(
+            super::DeviceErrorKind::Unavailable,
+            "transpose",
+            NO_LIBRARY_TRANSPOSE,
+        ))
     }
 
     fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError> {
