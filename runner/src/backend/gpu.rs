@@ -87,7 +87,9 @@ pub enum TimingEvent {
 }
 
 /// The primitives a vendor's GPU API provides, on one device and one in-order stream. Every
-/// method either queues work on that stream or says in its contract that it waits.
+/// method either queues work on that stream or says in its contract that it waits. A vendor
+/// whose API has per-thread state (HIP's current device) sets it in each method that needs it.
+/// How a backend adopts this trait: see the [module documentation](self).
 pub trait Vendor {
     type Buffer: DeviceMemory;
     type Function;
@@ -109,9 +111,9 @@ pub trait Vendor {
         byte: u8,
     ) -> Result<(), DeviceError>;
     /// Copies `src` (ordinary pageable memory) into the start of `dst`, in stream order. Must
-    /// not return before `src` has been read: the caller may change or free it right after
-    /// (CUDA's driver guarantees this for pageable memory; ROCm documents `hipMemcpyAsync` from
-    /// unpinned memory as synchronous).
+    /// not return before `src` has been read: the caller may change or free it right after.
+    /// CUDA's driver guarantees this for pageable memory; a runtime that does not promise it
+    /// (check ROCm's `hipMemcpyAsync` notes on unpinned memory) synchronizes before returning.
     fn copy_from_host(
         &self,
         operation: &'static str,
