@@ -109,7 +109,7 @@ impl Device for FakeDevice {
     fn blocks_per_sm(&self, _: KernelId, block_threads: u32, _: u32) -> Result<u32, DeviceError> {
         Ok((2048 / block_threads.max(1)).min(32))
     }
-    fn transpose_library(&mut self) -> Result<String, String> {
+    fn transpose_library(&mut self) -> Result<String, DeviceError> {
         Ok("fake BLAS".into())
     }
     fn stage_host(&mut self, _pinned: bool, data: &[u8]) -> Result<(), DeviceError> {

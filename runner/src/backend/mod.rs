@@ -4,11 +4,14 @@
 //! kernels, launches and event timing, all through plain handles so that no raw pointer or
 //! `unsafe` leaves the backend module. [`Compiler`] turns a kernel's source into a loadable image
 //! and needs no GPU, so kernels can be compiled on a machine without one. The CUDA backend
-//! ([`cuda`]) implements both through cudarc, loaded at run time.
+//! ([`cuda`]) implements both through cudarc, loaded at run time; what every GPU backend repeats
+//! (buffer tables, host staging, the L2 flush, event timing) is written once in [`gpu`], on top
+//! of a small trait of vendor primitives.
 
 pub mod cuda;
 #[cfg(test)]
 pub mod fake;
+pub mod gpu;
 pub mod hip;
 pub mod ptxas;
 
@@ -163,8 +166,9 @@ pub trait Device {
         dynamic_shared_bytes: u32,
     ) -> Result<u32, DeviceError>;
     /// The vendor library behind [`Op::Transpose`] (e.g. "cuBLAS 13.0 geam"), or why there is
-    /// none on this machine.
-    fn transpose_library(&mut self) -> Result<String, String>;
+    /// none on this machine (an error of kind [`DeviceErrorKind::Unavailable`] where the
+    /// library is missing; its `message` is the reason to show).
+    fn transpose_library(&mut self) -> Result<String, DeviceError>;
     /// Starts loading the library behind [`Op::Transpose`] on another thread, if it is one
     /// to load, so that a lab's first library transpose does not wait for it. Touches files
     /// only, not the GPU.
@@ -337,12 +341,27 @@ impl std::fmt::Debug for Found {
     }
 }
 
+/// Why no backend could be found or opened.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackendError {
+    #[error(transparent)]
+    Cuda(#[from] cuda::Unavailable),
+    #[error(transparent)]
+    Hip(#[from] hip::Unavailable),
+    /// `Auto`: neither vendor is usable, for these reasons.
+    #[error("{cuda}; {hip}")]
+    Neither {
+        cuda: cuda::Unavailable,
+        hip: hip::Unavailable,
+    },
+}
+
 /// Finds the GPU and compiler `choice` allows, without opening the GPU. With `Auto`, CUDA is
 /// tried first, then HIP; the error says why each was not usable.
-pub fn find(choice: BackendChoice) -> Result<Found, String> {
-    let cuda = || -> Result<Found, String> {
-        let probe = cuda::probe().map_err(|e| e.to_string())?;
-        let compiler = cuda::Nvrtc::load().map_err(|e| e.to_string())?;
+pub fn find(choice: BackendChoice) -> Result<Found, BackendError> {
+    let cuda = || -> Result<Found, cuda::Unavailable> {
+        let probe = cuda::probe()?;
+        let compiler = cuda::Nvrtc::load()?;
         Ok(Found {
             backend: BackendChoice::Cuda,
             info: probe.info,
@@ -350,9 +369,9 @@ pub fn find(choice: BackendChoice) -> Result<Found, String> {
             compiler: Box::new(compiler),
         })
     };
-    let hip = || -> Result<Found, String> {
-        let probe = hip::probe().map_err(|e| e.to_string())?;
-        let compiler = hip::Hiprtc::load().map_err(|e| e.to_string())?;
+    let hip = || -> Result<Found, hip::Unavailable> {
+        let probe = hip::probe()?;
+        let compiler = hip::Hiprtc::load()?;
         Ok(Found {
             backend: BackendChoice::Hip,
             info: probe.info,
@@ -361,22 +380,18 @@ pub fn find(choice: BackendChoice) -> Result<Found, String> {
         })
     };
     match choice {
-        BackendChoice::Cuda => cuda(),
-        BackendChoice::Hip => hip(),
+        BackendChoice::Cuda => Ok(cuda()?),
+        BackendChoice::Hip => Ok(hip()?),
         BackendChoice::Auto => {
-            cuda().or_else(|cuda_why| hip().map_err(|hip_why| format!("{cuda_why}; {hip_why}")))
+            cuda().or_else(|cuda| hip().map_err(|hip| BackendError::Neither { cuda, hip }))
         }
     }
 }
 
 /// Opens GPU 0 of `backend` (`Cuda` or `Hip`; `Auto` means CUDA).
-pub fn open(backend: BackendChoice) -> Result<Box<dyn Device + Send>, String> {
-    match backend {
-        BackendChoice::Hip => hip::HipDevice::open(0)
-            .map(|d| Box::new(d) as Box<dyn Device + Send>)
-            .map_err(|e| e.to_string()),
-        BackendChoice::Cuda | BackendChoice::Auto => cuda::CudaDevice::open(0)
-            .map(|d| Box::new(d) as Box<dyn Device + Send>)
-            .map_err(|e| e.to_string()),
-    }
+pub fn open(backend: BackendChoice) -> Result<Box<dyn Device + Send>, BackendError> {
+    Ok(match backend {
+        BackendChoice::Hip => Box::new(hip::HipDevice::open(0)?),
+        BackendChoice::Cuda | BackendChoice::Auto => Box::new(cuda::CudaDevice::open(0)?),
+    })
 }

@@ -473,8 +473,12 @@ impl Device for HipDevice {
         Ok(())
     }
 
-    fn transpose_library(&mut self) -> Result<String, String> {
-        Err(NO_LIBRARY_TRANSPOSE.to_string())
+    fn transpose_library(&mut self) -> Result<String, DeviceError> {
+        Err(DeviceError::of_kind(
+            DeviceErrorKind::Unavailable,
+            "library transpose",
+            NO_LIBRARY_TRANSPOSE,
+        ))
     }
 
     fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError> {
