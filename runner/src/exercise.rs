@@ -2,7 +2,7 @@
 //! exercise's starter variant that runs the learner's source, and the [`Verdict`], a pure
 //! function of the starter's, the learner's and the solution's measured results.
 
-use crate::plan::LabPlan;
+use crate::plan::{LabPlan, LearnerError};
 use kernelbook_core::exercise::ExerciseSpec;
 use kernelbook_core::results::{FailureStage, LabResults, Mismatch, Outcome, VariantResult};
 use kernelbook_core::spec::LabSpec;
@@ -15,7 +15,25 @@ use std::path::Path;
 /// The name of the learner's variant in the lab and in the results.
 pub const LEARNER_VARIANT: &str = "yours";
 
-/// How the child process rebuilds the learner's variant after re-reading the lab file.
+/// Why an exercise cannot be checked as asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExerciseError {
+    #[error("lab `{lab}` ({}) is not an exercise: it has no [exercise] section", file.display())]
+    NotAnExercise {
+        lab: String,
+        file: std::path::PathBuf,
+    },
+    #[error("the exercise's starter `{starter}` is not a kernel variant of lab `{lab}`")]
+    StarterNotKernel { lab: String, starter: String },
+    #[error("kernel `{0}` is not in the book")]
+    KernelMissing(String),
+    #[error(transparent)]
+    Learner(#[from] LearnerError),
+    #[error("the measurement has no result for variant `{0}`")]
+    NoResult(String),
+}
+
+/// Which variant the learner's copies, and where the learner's kernel is in the kernel map.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LearnerVariant {
     /// The starter variant the learner's variant copies.
@@ -37,25 +55,27 @@ pub fn with_learner_variant(
     lab: &LabSpec,
     starter: &str,
     kernel_key: &str,
-) -> Result<LabSpec, String> {
+) -> Result<LabSpec, LearnerError> {
     let position = lab
         .variants
         .iter()
         .position(|v| v.name == starter)
-        .ok_or_else(|| format!("lab `{}` has no variant `{starter}`", lab.name))?;
+        .ok_or_else(|| LearnerError::NoStarter {
+            lab: lab.name.clone(),
+            starter: starter.to_string(),
+        })?;
     if lab.variant(LEARNER_VARIANT).is_some() {
-        return Err(format!(
-            "lab `{}` already has a variant `{LEARNER_VARIANT}`, the name `kernelbook check` gives \
-             the learner's kernel; rename that variant",
-            lab.name
-        ));
+        return Err(LearnerError::NameTaken {
+            lab: lab.name.clone(),
+            name: LEARNER_VARIANT.to_string(),
+        });
     }
     let mut learner = lab.variants[position].clone();
     let Some(kernel) = &mut learner.kernel else {
-        return Err(format!(
-            "the exercise's starter `{starter}` of lab `{}` runs a builtin, not a kernel",
-            lab.name
-        ));
+        return Err(LearnerError::BuiltinStarter {
+            lab: lab.name.clone(),
+            starter: starter.to_string(),
+        });
     };
     // Only the value changes: the span still points at the starter's `kernel = ...` line, the
     // lab line to look at.
@@ -88,25 +108,23 @@ impl CheckPlan {
         kernels: &BTreeMap<String, KernelSource>,
         source: &str,
         file: &Path,
-    ) -> Result<CheckPlan, String> {
-        let spec = lab.exercise.clone().ok_or_else(|| {
-            format!(
-                "lab `{}` ({}) is not an exercise: it has no [exercise] section",
-                lab.name,
-                lab.file.display()
-            )
-        })?;
+    ) -> Result<CheckPlan, ExerciseError> {
+        let spec = lab
+            .exercise
+            .clone()
+            .ok_or_else(|| ExerciseError::NotAnExercise {
+                lab: lab.name.clone(),
+                file: lab.file.clone(),
+            })?;
         let starter_kernel = lab
             .variant(&spec.starter)
             .and_then(|v| v.kernel_name())
-            .ok_or_else(|| {
-                format!(
-                    "the exercise's starter `{}` is not a kernel variant of lab `{}`",
-                    spec.starter, lab.name
-                )
+            .ok_or_else(|| ExerciseError::StarterNotKernel {
+                lab: lab.name.clone(),
+                starter: spec.starter.clone(),
             })?;
         if !kernels.contains_key(starter_kernel) {
-            return Err(format!("kernel `{starter_kernel}` is not in the book"));
+            return Err(ExerciseError::KernelMissing(starter_kernel.to_string()));
         }
         let kernel_key = learner_kernel_key(starter_kernel);
         let learner_lab = with_learner_variant(lab, &spec.starter, &kernel_key)?;
@@ -138,10 +156,11 @@ impl CheckPlan {
 
     /// The book's compiled `plan` extended with the learner's variant, keeping only the
     /// variants a check measures.
-    pub fn learner_plan(&self, plan: &LabPlan) -> Result<LabPlan, String> {
-        let learner = self.kernels.get(&self.learner.kernel_key).ok_or_else(|| {
-            format!("the learner's kernel `{}` is missing", self.learner.kernel_key)
-        })?;
+    pub fn learner_plan(&self, plan: &LabPlan) -> Result<LabPlan, ExerciseError> {
+        let learner = self
+            .kernels
+            .get(&self.learner.kernel_key)
+            .ok_or_else(|| ExerciseError::KernelMissing(self.learner.kernel_key.clone()))?;
         Ok(plan
             .with_learner_kernel(
                 &self.learner.starter,
@@ -164,11 +183,11 @@ impl CheckPlan {
     }
 
     /// The verdict on `results`, a measurement of [`CheckPlan::variants`].
-    pub fn verdict(&self, results: &LabResults) -> Result<Verdict, String> {
+    pub fn verdict(&self, results: &LabResults) -> Result<Verdict, ExerciseError> {
         let find = |name: &str| {
             results
                 .variant(name)
-                .ok_or_else(|| format!("the measurement has no result for variant `{name}`"))
+                .ok_or_else(|| ExerciseError::NoResult(name.to_string()))
         };
         Ok(verdict(
             &self.spec,
@@ -955,9 +974,12 @@ solution = "solution"
         assert_eq!(refs[1].1, refs[0].1);
 
         let err = with_learner_variant(&lab, "nope", "k").expect_err("no such starter");
-        assert_eq!(err, "lab `coalesce` has no variant `nope`");
+        assert_eq!(err.to_string(), "lab `coalesce` has no variant `nope`");
         let err = with_learner_variant(&with, "starter", "k").expect_err("taken");
-        assert!(err.contains("already has a variant `yours`"), "{err}");
+        assert!(
+            err.to_string().contains("already has a variant `yours`"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -989,7 +1011,7 @@ solution = "solution"
         let err = CheckPlan::new(&plain, &book_kernels(), source, Path::new("x.cu"))
             .expect_err("not an exercise");
         assert_eq!(
-            err,
+            err.to_string(),
             "lab `coalesce` (labs/coalesce.toml) is not an exercise: it has no [exercise] section"
         );
     }

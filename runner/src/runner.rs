@@ -325,12 +325,12 @@ impl Runner {
         };
         let plan = check
             .learner_plan(&self.plan(&request, &found)?)
-            .map_err(|message| RunError::lab(&check.lab.name, message))?;
+            .map_err(|err| RunError::lab(&check.lab.name, err.to_string()))?;
         progress.stage(&format!("exercise `{}`: measuring", check.lab.name));
         let results = self.supervisor(&found).measure(&plan, progress)?;
         let verdict = check
             .verdict(&results)
-            .map_err(|message| RunError::lab(&check.lab.name, message))?;
+            .map_err(|err| RunError::lab(&check.lab.name, err.to_string()))?;
         Ok((results, verdict))
     }
 

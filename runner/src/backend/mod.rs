@@ -1,6 +1,6 @@
 //! The seam between measurement logic and a vendor's GPU API.
 //!
-//! [`Device`] is what the measurement loop ([`crate::measure`]) needs from a GPU: buffers, loaded
+//! [`Device`] is what the engine ([`crate::engine`]) needs from a GPU: buffers, loaded
 //! kernels, launches and event timing, all through plain handles so that no raw pointer or
 //! `unsafe` leaves the backend module. [`Compiler`] turns a kernel's source into a loadable image
 //! and needs no GPU, so kernels can be compiled on a machine without one. The CUDA backend
@@ -312,14 +312,19 @@ pub enum BackendChoice {
     Hip,
 }
 
+/// A `--device` (or `KERNELBOOK_DEVICE`) value that names no backend.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown device `{0}` (use auto, cuda or hip)")]
+pub struct UnknownBackend(pub String);
+
 impl std::str::FromStr for BackendChoice {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Self, String> {
+    type Err = UnknownBackend;
+    fn from_str(text: &str) -> Result<Self, UnknownBackend> {
         match text {
             "auto" => Ok(BackendChoice::Auto),
             "cuda" => Ok(BackendChoice::Cuda),
             "hip" => Ok(BackendChoice::Hip),
-            other => Err(format!("unknown device `{other}` (use auto, cuda or hip)")),
+            other => Err(UnknownBackend(other.to_string())),
         }
     }
 }

@@ -137,7 +137,7 @@ pub struct VariantPlan {
     pub op: OpPlan,
 }
 
-/// What a variant runs: one kind of operation each (see `crate::ops`).
+/// What a variant runs: one kind of operation each (see the `ops` module of this crate, which prepares each).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum OpPlan {
@@ -247,6 +247,20 @@ pub struct CounterPlan {
     pub unit: String,
 }
 
+/// Why a learner's variant cannot be added to a lab.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LearnerError {
+    #[error("lab `{lab}` has no variant `{starter}`")]
+    NoStarter { lab: String, starter: String },
+    #[error(
+        "lab `{lab}` already has a variant `{name}`, the name `kernelbook check` gives the \
+         learner's kernel; rename that variant"
+    )]
+    NameTaken { lab: String, name: String },
+    #[error("the exercise's starter `{starter}` of lab `{lab}` runs a builtin, not a kernel")]
+    BuiltinStarter { lab: String, starter: String },
+}
+
 impl LabPlan {
     pub fn variant(&self, name: &str) -> Option<&VariantPlan> {
         self.variants.iter().find(|v| v.name == name)
@@ -295,25 +309,27 @@ impl LabPlan {
         name: &str,
         key: &str,
         kernel: KernelSource,
-    ) -> Result<LabPlan, String> {
+    ) -> Result<LabPlan, LearnerError> {
         let position = self
             .variants
             .iter()
             .position(|v| v.name == starter)
-            .ok_or_else(|| format!("lab `{}` has no variant `{starter}`", self.lab))?;
+            .ok_or_else(|| LearnerError::NoStarter {
+                lab: self.lab.clone(),
+                starter: starter.to_string(),
+            })?;
         if self.variant(name).is_some() {
-            return Err(format!(
-                "lab `{}` already has a variant `{name}`, the name `kernelbook check` gives the \
-                 learner's kernel; rename that variant",
-                self.lab
-            ));
+            return Err(LearnerError::NameTaken {
+                lab: self.lab.clone(),
+                name: name.to_string(),
+            });
         }
         let mut learner = self.variants[position].clone();
         let OpPlan::Kernel(op) = &mut learner.op else {
-            return Err(format!(
-                "the exercise's starter `{starter}` of lab `{}` runs a builtin, not a kernel",
-                self.lab
-            ));
+            return Err(LearnerError::BuiltinStarter {
+                lab: self.lab.clone(),
+                starter: starter.to_string(),
+            });
         };
         let mut plan = self.clone();
         let flags = plan.builds[op.main.build].flags.clone();
