@@ -35,10 +35,10 @@ pub mod exercise;
 pub mod isolate;
 pub mod measure;
 pub mod peers;
+pub mod process;
 pub mod profile;
 pub mod reference;
 pub mod runner;
-mod stderr_tail;
 pub mod store;
 
 pub use runner::{KernelProblem, LabOutcome, Mode, RunError, Runner, RunnerConfig};
