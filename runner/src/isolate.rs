@@ -307,10 +307,10 @@ impl LiveChild {
     fn finish(mut self) -> (String, String) {
         let status = match self.process.wait_timeout(EXIT_GRACE) {
             Ok(Some(status)) => status.to_string(),
-            Ok(None) => self.process.kill().map_or_else(
-                || "killed: it did not exit".to_string(),
-                |status| format!("{status}, killed: it did not exit"),
-            ),
+            Ok(None) => {
+                self.process.kill();
+                "it did not exit, so it was killed".to_string()
+            }
             Err(err) => err.to_string(),
         };
         (status, self.process.stderr_tail(3))

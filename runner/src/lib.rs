@@ -6,6 +6,8 @@
 //! - [`measure`]: the measurement loop, written once against those traits;
 //! - [`reference`]: input generation, CPU references and output comparison;
 //! - [`exercise`]: grading a learner's kernel against an exercise's starter (`kernelbook check`);
+//! - [`process`]: child processes (the measuring child, Python, ncu): spawn, read, time out,
+//!   kill the whole group; none outlives the runner;
 //! - [`store`]: the cache and the recorded results, with atomic writes;
 //! - [`runner`]: [`Runner`], which decides between cache, GPU and recorded results.
 //!

@@ -476,12 +476,10 @@ fn run(
         Ok(None) => return Err(ProfileError::Timeout { limit: timeout }),
         Err(err) => return Err(ProfileError::Io(format!("cannot wait for ncu: {err}"))),
     };
-    // ncu has exited; a process it left behind may still hold the pipes open.
-    let grace = Instant::now()
-        + deadline
-            .saturating_duration_since(Instant::now())
-            .max(Duration::from_secs(2));
-    let (Ok(stdout), true) = (stdout.recv_until(grace), child.stderr().wait_for_end(grace)) else {
+    // ncu has exited; a process it left behind may still hold the pipes open: it has what is
+    // left of the time limit, two seconds at least.
+    let until = deadline.max(Instant::now() + Duration::from_secs(2));
+    let (Ok(stdout), true) = (stdout.recv_until(until), child.stderr().wait_for_end(until)) else {
         return Err(ProfileError::Timeout { limit: timeout });
     };
     classify(
