@@ -52,6 +52,13 @@ fn main() -> ExitCode {
     if std::env::args().nth(1).as_deref() == Some(kernelbook_runner::protocol::CHILD_ARG) {
         return kernelbook_runner::supervisor::child_main();
     }
+    // Ctrl-C reaches the terminal's foreground group only: the Python process and ncu, in groups
+    // of their own, are ended by this process on its way out.
+    if let Err(err) = kernelbook_runner::process::end_children_on_signal() {
+        eprintln!(
+            "kernelbook: cannot watch for Ctrl-C, which may leave child processes running: {err}"
+        );
+    }
     let cli = Cli::parse();
     let device = match cli.device.map(Ok).or_else(|| {
         std::env::var("KERNELBOOK_DEVICE")

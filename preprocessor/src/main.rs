@@ -17,6 +17,13 @@ fn main() -> ExitCode {
     if args.first().map(String::as_str) == Some(kernelbook_runner::protocol::CHILD_ARG) {
         return kernelbook_runner::supervisor::child_main();
     }
+    // Ctrl-C reaches the terminal's foreground group only: the Python process and ncu, in groups
+    // of their own, are ended by this process on its way out.
+    if let Err(err) = kernelbook_runner::process::end_children_on_signal() {
+        eprintln!(
+            "mdbook-kernelbook: cannot watch for Ctrl-C, which may leave child processes running: {err}"
+        );
+    }
     if let [command, renderer] = args.as_slice()
         && command == "supports"
     {

@@ -12,6 +12,8 @@
 //! - [`engine`]: runs one plan on one device;
 //! - [`supervisor`]: which process measures what, and when (the measuring child, the Python
 //!   process, Nsight Compute), over [`protocol`];
+//! - [`process`]: child processes (the measuring child, Python, ncu): spawn, read, time out,
+//!   kill the whole group; none outlives the runner;
 //! - [`store`]: the cache and the recorded results, with atomic writes;
 //! - [`exercise`]: grading a learner's kernel (`kernelbook check`);
 //! - [`runner`]: [`Runner`], the facade that decides between cache, GPU and recorded results.
@@ -46,11 +48,11 @@ pub mod exercise;
 pub mod ops;
 pub mod peers;
 pub mod plan;
+pub mod process;
 pub mod profile;
 pub mod protocol;
 pub mod references;
 pub mod runner;
-mod stderr_tail;
 pub mod store;
 pub mod supervisor;
 

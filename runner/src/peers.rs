@@ -8,16 +8,16 @@
 //! measured, and then answers one JSON request per line. It touches the GPU only while it
 //! answers a request, and the runner sends one only when no lab is measuring.
 
-use crate::stderr_tail::StderrTail;
+use crate::process::{self, ChildProcess, Incoming, Spawn};
 use kernelbook_core::KernelSource;
 use kernelbook_core::results::Mismatch;
 use kernelbook_core::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
 
 /// What a peer run gave.
@@ -318,48 +318,30 @@ impl PythonPeers {
 
 /// A running Python process and its pipes.
 struct Server {
-    /// `None` once handed to the thread that reaps it.
-    child: Option<Child>,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    stderr: StderrTail,
+    /// `None` once handed over to end in the background.
+    process: Option<ChildProcess>,
+    lines: Incoming<String>,
     /// What its first line said: ready (`Ok`) or unavailable and why; `None` until read.
     hello: Option<Result<(), String>>,
 }
 
+/// How long the Python process may take to exit at the end of its input before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
+
 impl Server {
     fn spawn(python: &str) -> Result<Server, String> {
         let mut command = Command::new(python);
-        command
-            .args(["-c", SERVER])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        command.args(["-c", SERVER]);
         // Its own process group, so that stopping it also stops Triton's compiler processes.
-        #[cfg(unix)]
-        {
-            use std::os::unix::process::CommandExt;
-            command.process_group(0);
-        }
-        let mut child = command
-            .spawn()
-            .map_err(|err| format!("no {python} ({err})"))?;
-        let (tx, lines) = mpsc::channel();
-        if let Some(stdout) = child.stdout.take() {
-            std::thread::spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        let stderr = StderrTail::start(child.stderr.take(), STDERR_LINES);
+        let how = Spawn {
+            own_group: true,
+            stderr_lines: STDERR_LINES,
+        };
+        let mut process =
+            process::spawn(command, how).map_err(|err| format!("no {python} ({err})"))?;
         Ok(Server {
-            stdin: child.stdin.take(),
-            child: Some(child),
-            lines,
-            stderr,
+            lines: process.lines(),
+            process: Some(process),
             hello: None,
         })
     }
@@ -394,10 +376,7 @@ impl Server {
                 );
             }
         };
-        let sent = self
-            .stdin
-            .as_mut()
-            .map(|stdin| writeln!(stdin, "{line}").and_then(|()| stdin.flush()));
+        let sent = self.process.as_mut().map(|p| p.send_line(&line));
         if !matches!(sent, Some(Ok(()))) {
             return (
                 PeerRun::Failed(format!(
@@ -422,8 +401,8 @@ impl Server {
         match self.lines.recv_timeout(timeout) {
             Ok(line) => Ok(line),
             Err(RecvTimeoutError::Timeout) => {
-                if let Some(child) = self.child.as_mut() {
-                    crate::profile::kill_group(child);
+                if let Some(process) = self.process.as_mut() {
+                    process.kill();
                 }
                 Err(format!(
                     "stopped after {:.0} s, the lab's time limit (`timeout_s`): the Python peer did not answer",
@@ -431,8 +410,8 @@ impl Server {
                 ))
             }
             Err(RecvTimeoutError::Disconnected) => {
-                if let Some(child) = self.child.as_mut() {
-                    let _ = child.wait();
+                if let Some(process) = self.process.as_mut() {
+                    let _ = process.wait_timeout(EXIT_GRACE);
                 }
                 Err(format!("the Python process ended{}", self.stderr_tail()))
             }
@@ -441,11 +420,11 @@ impl Server {
 
     /// `: line / line` from the end of stderr, or nothing.
     fn stderr_tail(&mut self) -> String {
-        let ended = self
-            .child
+        let tail = self
+            .process
             .as_mut()
-            .is_some_and(|child| matches!(child.try_wait(), Ok(Some(_))));
-        let tail = self.stderr.last(2, ended);
+            .map(|p| p.stderr_tail(2))
+            .unwrap_or_default();
         if tail.is_empty() {
             tail
         } else {
@@ -458,11 +437,8 @@ impl Drop for Server {
     fn drop(&mut self) {
         // Closing its stdin ends the request loop and the process exits by itself; tearing
         // down its CUDA context takes a second, which nobody needs to wait for.
-        drop(self.stdin.take());
-        if let Some(mut child) = self.child.take() {
-            std::thread::spawn(move || {
-                let _ = child.wait();
-            });
+        if let Some(process) = self.process.take() {
+            process.end_in_background(EXIT_GRACE);
         }
     }
 }

@@ -19,13 +19,13 @@
 //! "0","48213","kernelbook","127.0.0.1","transpose_naive","1","7","(32, 8, 1)","(256, 256, 1)","0","9.0","268,501,248",...
 //! ```
 
+use crate::process::{self, Spawn};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// Overrides where `ncu` is looked for.
@@ -438,101 +438,57 @@ pub fn profile_with_input(
 }
 
 fn run(
-    mut command: Command,
+    command: Command,
     input: Option<&[u8]>,
     timeout: Duration,
 ) -> Result<Vec<KernelCounters>, ProfileError> {
     let program = PathBuf::from(command.get_program());
     let filter = kernel_filter(&command);
-    command
-        .stdin(if input.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
     // Its own process group, so that a timeout ends the profiled program too, not only ncu.
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::CommandExt;
-        command.process_group(0);
-    }
-    let mut child = command.spawn().map_err(|err| {
+    // All of stderr is kept: ncu's permission error may come before anything else.
+    let how = Spawn {
+        own_group: true,
+        stderr_lines: usize::MAX,
+    };
+    let mut child = process::spawn(command, how).map_err(|err| {
         if err.kind() == std::io::ErrorKind::NotFound {
             ProfileError::NcuMissing(Some(program.clone()))
         } else {
             ProfileError::Io(format!("cannot start {}: {err}", program.display()))
         }
     })?;
-    if let (Some(input), Some(mut stdin)) = (input, child.stdin.take()) {
+    if let (Some(input), Some(mut stdin)) = (input, child.take_stdin()) {
         let input = input.to_vec();
         // A program that never reads its stdin must not block us.
         std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
     }
-    let stdout = read_in_background(child.stdout.take());
-    let stderr = read_in_background(child.stderr.take());
+    // Without input, stdin is closed: the program reads the end of it at once.
+    child.close_stdin();
+    let stdout = child.stdout_to_end();
 
+    // Dropping `child` on the way out kills ncu's group: the profiled program, and whatever
+    // ncu left running after it exited.
     let deadline = Instant::now() + timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() >= deadline => {
-                kill_group(&mut child);
-                return Err(ProfileError::Timeout { limit: timeout });
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(err) => {
-                kill_group(&mut child);
-                return Err(ProfileError::Io(format!("cannot wait for ncu: {err}")));
-            }
-        }
+    let status = match child.wait_timeout(timeout) {
+        Ok(Some(status)) => status,
+        Ok(None) => return Err(ProfileError::Timeout { limit: timeout }),
+        Err(err) => return Err(ProfileError::Io(format!("cannot wait for ncu: {err}"))),
     };
-    // ncu has exited; a process it left behind may still hold the pipes open.
-    let grace = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_secs(2));
-    let (Ok(stdout), Ok(stderr)) = (stdout.recv_timeout(grace), stderr.recv_timeout(grace)) else {
-        kill_group(&mut child);
+    // ncu has exited; a process it left behind may still hold the pipes open: it has what is
+    // left of the time limit, two seconds at least.
+    let until = deadline.max(Instant::now() + Duration::from_secs(2));
+    let (Ok(stdout), true) = (stdout.recv_until(until), child.stderr().wait_for_end(until)) else {
         return Err(ProfileError::Timeout { limit: timeout });
     };
     classify(
         status.success(),
         &status.to_string(),
         &stdout,
-        &stderr,
+        &child.stderr().text(),
         filter,
     )
-}
-
-fn read_in_background<R: Read + Send + 'static>(pipe: Option<R>) -> mpsc::Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        let _ = tx.send(String::from_utf8_lossy(&bytes).into_owned());
-    });
-    rx
-}
-
-/// Kills `child`'s process group (ncu and the program it profiles), then `child` itself.
-pub(crate) fn kill_group(child: &mut Child) {
-    #[cfg(unix)]
-    {
-        // `child` has not been reaped, so its id (the group's id) cannot have been reused.
-        let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", child.id())])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status();
-    }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 /// The `--kernel-name` (or `-k`) argument of an ncu command.
@@ -1021,8 +977,18 @@ fn keep_counters(
 
 /// "Nsight Compute 2025.3.0" from `ncu --version`.
 fn ncu_version(ncu: &Path) -> Option<String> {
-    let output = Command::new(ncu).arg("--version").output().ok()?;
-    let text = String::from_utf8_lossy(&output.stdout);
+    let mut command = Command::new(ncu);
+    command.arg("--version");
+    let how = Spawn {
+        own_group: true,
+        stderr_lines: 0,
+    };
+    let mut child = process::spawn(command, how).ok()?;
+    child.close_stdin();
+    let text = child
+        .stdout_to_end()
+        .recv_timeout(Duration::from_secs(30))
+        .ok()?;
     let version = text
         .lines()
         .filter_map(|line| line.trim().strip_prefix("Version "))

@@ -62,6 +62,8 @@ struct ChildGpu {
 
 /// The child's main loop (`kernelbook __measure-lab`).
 pub fn child_main() -> ExitCode {
+    // A child that another program started (ncu) dies with it, as one this runner started does.
+    crate::process::die_with_parent();
     let mut events = EventWriter;
     let mut gpu: Option<ChildGpu> = None;
     for line in std::io::stdin().lock().lines() {

@@ -7,12 +7,11 @@ use crate::backend::BackendChoice;
 use crate::engine::{EngineError, Progress, RunOptions, failed_result};
 use crate::plan::{LabPlan, OpPlan};
 use crate::protocol::{CHILD_ARG, ChildRequest, Event};
-use crate::stderr_tail::StderrTail;
+use crate::process::{self, ChildProcess, Incoming, Spawn};
 use kernelbook_core::results::{FailureStage, Provenance, VariantResult};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::Command;
 use std::sync::Mutex;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -133,81 +132,58 @@ pub fn measure_in_children(
 }
 
 /// A running measuring process and its pipes.
+#[derive(Debug)]
 struct LiveChild {
     backend: BackendChoice,
-    child: Child,
-    stdin: ChildStdin,
-    events: mpsc::Receiver<Event>,
-    stderr: StderrTail,
-}
-
-impl std::fmt::Debug for LiveChild {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LiveChild")
-            .field("pid", &self.child.id())
-            .finish_non_exhaustive()
-    }
+    process: ChildProcess,
+    events: Incoming<Event>,
 }
 
 /// The last lines of a child's stderr kept for a crash report.
 const STDERR_LINES: usize = 20;
+/// How long a child that said it is done, or closed its stdout, may take to exit (a CUDA
+/// context takes a moment to tear down) before it is killed.
+const EXIT_GRACE: Duration = Duration::from_secs(10);
 
 impl LiveChild {
     fn spawn(exe: &Path, backend: BackendChoice) -> Result<LiveChild, ChildFailure> {
-        let mut child = Command::new(exe)
-            .arg(CHILD_ARG)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| ChildFailure::Spawn(format!("cannot start {}: {e}", exe.display())))?;
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(ChildFailure::Spawn(
-                "the measuring process has no pipes".into(),
-            ));
+        let mut command = Command::new(exe);
+        command.arg(CHILD_ARG);
+        // In this process's group: Ctrl-C reaches it as it reaches us.
+        let how = Spawn {
+            own_group: false,
+            stderr_lines: STDERR_LINES,
         };
-        let (events_tx, events) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                // A line that is not an event (it should not happen) is passed over.
-                if let Ok(event) = serde_json::from_str::<Event>(&line)
-                    && events_tx.send(event).is_err()
-                {
-                    break;
-                }
-            }
-        });
-        let stderr = StderrTail::start(child.stderr.take(), STDERR_LINES);
+        let mut process = process::spawn(command, how)
+            .map_err(|e| ChildFailure::Spawn(format!("cannot start {}: {e}", exe.display())))?;
         Ok(LiveChild {
             backend,
-            child,
-            stdin,
-            events,
-            stderr,
+            events: process.json_lines(),
+            process,
         })
     }
 
     /// `self`, if the process has not ended.
     fn if_running(mut self) -> Option<LiveChild> {
-        matches!(self.child.try_wait(), Ok(None)).then_some(self)
+        self.process.is_running().then_some(self)
     }
 
     /// Waits for the process to end (it has, or is about to); returns its exit status and the
     /// last three lines of its stderr, joined.
     fn finish(mut self) -> (String, String) {
-        let status = self
-            .child
-            .wait()
-            .map(|s| s.to_string())
-            .unwrap_or_else(|e| e.to_string());
-        (status, self.stderr.last(3, true))
+        let status = match self.process.wait_timeout(EXIT_GRACE) {
+            Ok(Some(status)) => status.to_string(),
+            Ok(None) => {
+                self.process.kill();
+                "it did not exit, so it was killed".to_string()
+            }
+            Err(err) => err.to_string(),
+        };
+        (status, self.process.stderr_tail(3))
     }
 
     fn kill(mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.kill();
     }
 }
 
@@ -238,14 +214,8 @@ fn run_one_child(
     provenance: &mut Option<Provenance>,
 ) -> Result<ChildEnd, ChildFailure> {
     let mut child = process.take(request.backend)?;
-    let mut line =
-        serde_json::to_string(request).map_err(|e| ChildFailure::Spawn(e.to_string()))?;
-    line.push('\n');
-    if let Err(err) = child
-        .stdin
-        .write_all(line.as_bytes())
-        .and_then(|()| child.stdin.flush())
-    {
+    let line = serde_json::to_string(request).map_err(|e| ChildFailure::Spawn(e.to_string()))?;
+    if let Err(err) = child.process.send_line(&line) {
         child.kill();
         return Err(ChildFailure::Spawn(format!(
             "cannot send the request: {err}"
@@ -255,8 +225,7 @@ fn run_one_child(
     let mut running: Option<String> = None;
     let mut deadline = Instant::now() + timeout;
     loop {
-        let wait = deadline.saturating_duration_since(Instant::now());
-        match child.events.recv_timeout(wait) {
+        match child.events.recv_until(deadline) {
             Ok(Event::Stage { message }) => progress.stage(&message),
             Ok(Event::Samples { count }) => progress.samples(count),
             Ok(Event::Begin { provenance: p }) => {

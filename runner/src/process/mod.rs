@@ -1,0 +1,249 @@
+//! Child processes, written once for the measuring child ([`isolate`](crate::isolate)), the
+//! Python process ([`peers`](crate::peers)) and Nsight Compute ([`profile`](crate::profile)).
+//! This module knows how to start, read, time and end a child, nothing of what the child does.
+//!
+//! - [`spawn`] starts a [`Command`] with piped stdin, stdout and stderr, in a process group of
+//!   its own where [`Spawn::own_group`] asks, so that killing it kills what it started too
+//!   (Triton's compilers, the program ncu profiles);
+//! - [`ChildProcess::json_lines`], [`lines`](ChildProcess::lines) and
+//!   [`stdout_to_end`](ChildProcess::stdout_to_end) read stdout on a thread of their own into an
+//!   [`Incoming`], received under a deadline; [`read_json_lines`] and friends read any other pipe;
+//! - [`StderrTail`] keeps the last lines of stderr for the message that reports the child's end;
+//! - [`ChildProcess::wait_timeout`] waits with a time limit; [`ChildProcess::kill`] and `Drop`
+//!   kill the whole group with SIGKILL, then reap the child.
+//!
+//! # Every child dies with its parent
+//!
+//! A measuring child left running holds the GPU, so no child may outlive kernelbook:
+//!
+//! - On Linux each child gets SIGKILL when this process ends, however it ends (the parent-death
+//!   signal, set between fork and exec). Linux sends it when the *thread* that forked the child
+//!   ends, so every child is forked by one thread that lives as long as the process.
+//! - A kernelbook process started by another program (a measuring child under `ncu`) asks for
+//!   the same itself, first thing: [`die_with_parent`].
+//! - Ctrl-C reaches the terminal's foreground process group only, SIGTERM this process only: a
+//!   child in a group of its own would run on until this process ends, and on other systems
+//!   than Linux after it. [`end_children_on_signal`], called by each binary's `main`, kills every
+//!   live child's group on SIGINT, SIGTERM or SIGHUP, then ends the process as the signal would.
+//!
+//! ```no_run
+//! use kernelbook_runner::process::{self, Spawn};
+//! use std::time::{Duration, Instant};
+//! # fn main() -> std::io::Result<()> {
+//! let mut command = std::process::Command::new("python3");
+//! command.arg("server.py");
+//! let mut child = process::spawn(command, Spawn { own_group: true, stderr_lines: 20 })?;
+//! let replies = child.json_lines::<serde_json::Value>();
+//! child.send_line(r#"{"rows": 64}"#)?;
+//! match replies.recv_until(Instant::now() + Duration::from_secs(10)) {
+//!     Ok(reply) => println!("{reply}"),
+//!     Err(_) => eprintln!("no answer: {}", child.stderr_tail(3)),
+//! }
+//! # Ok(()) }
+//! // Dropping `child` kills its group and reaps it.
+//! ```
+
+#[cfg(not(unix))]
+mod other;
+mod read;
+#[cfg(unix)]
+mod unix;
+
+#[cfg(not(unix))]
+use other as sys;
+#[cfg(unix)]
+use unix as sys;
+
+pub use read::{Incoming, StderrTail, read_json_lines, read_lines, read_to_end};
+
+use serde::de::DeserializeOwned;
+use std::io::{self, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// How to start a child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spawn {
+    /// In a process group of its own, which [`ChildProcess::kill`] kills whole; the child then
+    /// gets no Ctrl-C from the terminal ([`end_children_on_signal`] stands in for it).
+    pub own_group: bool,
+    /// How many of its last stderr lines to keep ([`ChildProcess::stderr_tail`]).
+    pub stderr_lines: usize,
+}
+
+/// Starts `command` with stdin, stdout and stderr piped (whatever `command` said of them), its
+/// stderr read at once into a [`StderrTail`]. On Linux it dies when this process does.
+pub fn spawn(mut command: Command, how: Spawn) -> io::Result<ChildProcess> {
+    command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = sys::spawn(command, how.own_group)?;
+    let stderr = StderrTail::start(child.stderr.take(), how.stderr_lines);
+    Ok(ChildProcess {
+        stdin: child.stdin.take(),
+        stdout: child.stdout.take(),
+        child,
+        own_group: how.own_group,
+        status: None,
+        reaped: false,
+        stderr,
+    })
+}
+
+/// For a kernelbook process that another program started (a measuring child, run by the runner
+/// or by `ncu`): on Linux, asks for SIGKILL when the parent ends, and exits at once if it
+/// already has. Call it on the main thread: Linux forgets the request when the thread that made
+/// it ends. A parent that ends before this call, between its fork and here, goes unnoticed; the
+/// runner's own children are covered from their fork on by [`spawn`].
+pub fn die_with_parent() {
+    sys::die_with_parent();
+}
+
+/// Makes SIGINT, SIGTERM and SIGHUP kill every live child's group (and every child that has
+/// none of its own) before this process ends as the signal would have ended it. Call it once,
+/// early in `main`, in a process that starts children; it starts one thread that waits for
+/// the signals.
+pub fn end_children_on_signal() -> io::Result<()> {
+    sys::end_children_on_signal()
+}
+
+/// A running (or ended, not yet reaped) child and its pipes. Dropping it kills its group and
+/// reaps it.
+#[derive(Debug)]
+pub struct ChildProcess {
+    child: Child,
+    own_group: bool,
+    /// How it ended, once seen. It stays a zombie until reaped, so its pid and group id cannot
+    /// be given to another process while a kill may still be sent to them.
+    status: Option<ExitStatus>,
+    reaped: bool,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: StderrTail,
+}
+
+impl ChildProcess {
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Writes `line` and a newline to the child's stdin, and flushes it.
+    pub fn send_line(&mut self, line: &str) -> io::Result<()> {
+        let stdin = self
+            .stdin
+            .as_mut()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdin is closed"))?;
+        writeln!(stdin, "{line}").and_then(|()| stdin.flush())
+    }
+
+    /// The child's stdin, to write it elsewhere (dropping it closes it).
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+
+    /// Closes the child's stdin: it reads the end of its input.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// Stdout's lines that are JSON `T`s; the channel ends when stdout does.
+    pub fn json_lines<T: DeserializeOwned + Send + 'static>(&mut self) -> Incoming<T> {
+        self.stdout
+            .take()
+            .map_or_else(Incoming::ended, read_json_lines)
+    }
+
+    /// Stdout's lines; the channel ends when stdout does.
+    pub fn lines(&mut self) -> Incoming<String> {
+        self.stdout.take().map_or_else(Incoming::ended, read_lines)
+    }
+
+    /// All of stdout, as one value once it ends.
+    pub fn stdout_to_end(&mut self) -> Incoming<String> {
+        self.stdout.take().map_or_else(Incoming::ended, read_to_end)
+    }
+
+    pub fn stderr(&self) -> &StderrTail {
+        &self.stderr
+    }
+
+    /// The last `count` non-blank lines of stderr, joined by " / " (see [`StderrTail::last`]);
+    /// if the child has ended, with its last words.
+    pub fn stderr_tail(&mut self, count: usize) -> String {
+        let ended = !self.is_running();
+        self.stderr.last(count, ended)
+    }
+
+    /// How the child ended, if it has (it is not reaped: see [`ChildProcess::kill`]).
+    pub fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        if self.status.is_none() {
+            self.status = sys::exited(&mut self.child, false)?;
+        }
+        Ok(self.status)
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.try_wait(), Ok(None))
+    }
+
+    /// Waits for the child to end.
+    pub fn wait(&mut self) -> io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let status = sys::exited(&mut self.child, true)?
+            .ok_or_else(|| io::Error::other("the child did not end"))?;
+        self.status = Some(status);
+        Ok(status)
+    }
+
+    /// Waits `limit` at most for the child to end; `None` if it is still running.
+    pub fn wait_timeout(&mut self, limit: Duration) -> io::Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.try_wait()? {
+                return Ok(Some(status));
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(None);
+            }
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+        }
+    }
+
+    /// Kills the child with SIGKILL — its whole group where it leads one, which also ends what
+    /// it left running after it ended itself — then reaps it; returns how it ended.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        self.stdin = None;
+        if !self.reaped {
+            sys::kill(&mut self.child, self.own_group);
+            self.reaped = true;
+            if let Ok(status) = self.child.wait() {
+                self.status.get_or_insert(status);
+            }
+        }
+        self.status
+    }
+
+    /// Closes stdin and leaves the child `grace` to end by itself on a thread of its own,
+    /// then kills it: for a child that exits at the end of its input but takes a while to,
+    /// which nobody needs to wait for.
+    pub fn end_in_background(mut self, grace: Duration) {
+        self.close_stdin();
+        std::thread::spawn(move || {
+            let _ = self.wait_timeout(grace);
+            drop(self);
+        });
+    }
+}
+
+impl Drop for ChildProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests;
