@@ -5,11 +5,12 @@
 //! successor. Python rows run afterwards in the build's one Python process ([`PythonPeers`]),
 //! when no child holds the GPU; labs with Python rows are measured last, so that `import torch`
 //! (seconds) overlaps the other labs. Labs that ask for it are then profiled under Nsight
-//! Compute ([`crate::profile`]). Without isolation (tests, and a caller that wants it), device
+//! Compute (`profile`, with the ncu tool of [`crate::profile`]). Without isolation (tests, and a caller that wants it), device
 //! rows run in this process instead.
 
 mod child;
 pub mod measuring;
+mod profile;
 
 pub use child::child_main;
 
@@ -148,7 +149,7 @@ impl Supervisor {
             .collect();
         let mut results = engine::lab_results(plan, provenance, started, variants);
         if let (true, Place::Children { exe, .. }) = (plan.profile, &self.place) {
-            results.profile = Some(crate::profile::profile_lab(
+            results.profile = Some(profile::profile_lab(
                 exe,
                 self.backend,
                 plan,
