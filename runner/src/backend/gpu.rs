@@ -23,11 +23,9 @@
 //! 3. Open it, then `GpuDevice::new(vendor, info, driver_version)`; the backend's device type is
 //!    an alias (`pub type CudaDevice = GpuDevice<Cuda>;`).
 //!
-//! The HIP backend can map its present helpers one to one: `allocate` → [`Vendor::alloc_zeroed`],
-//! `memset` → [`Vendor::memset`], `hipMemcpyAsync` → the four copies, `stream_synchronize` →
-//! [`Vendor::synchronize`], `event_record`/`event_elapsed_time` → [`Vendor::record`]/
-//! [`Vendor::elapsed_ms`], `flush_bytes` → [`Vendor::flush_bytes`]; its metadata argument sizes
-//! go in [`Kernel::param_sizes`] and `check_shape` stays inside its [`Vendor::launch`].
+//! Both backends have adopted it: `cuda/device.rs` (`Cuda`) and `hip/device.rs` (`Hip`, whose
+//! `check_shape` stays inside its [`Vendor::launch`] and whose metadata argument sizes go in
+//! [`Kernel::param_sizes`]).
 
 use super::{
     BufferId, CompiledKernel, Device, DeviceError, DeviceErrorKind, KernelArg, KernelId,
@@ -113,7 +111,7 @@ pub trait Vendor {
     /// Copies `src` (ordinary pageable memory) into the start of `dst`, in stream order. Must
     /// not return before `src` has been read: the caller may change or free it right after.
     /// CUDA's driver guarantees this for pageable memory; a runtime that does not promise it
-    /// (check ROCm's `hipMemcpyAsync` notes on unpinned memory) synchronizes before returning.
+    /// synchronizes before returning (HIP does: see `Hip::copy_from_host`).
     fn copy_from_host(
         &self,
         operation: &'static str,
@@ -181,6 +179,12 @@ pub trait Vendor {
     fn elapsed_ms(&self) -> Result<f32, DeviceError>;
     /// Waits for all queued work.
     fn synchronize(&self, operation: &'static str) -> Result<(), DeviceError>;
+    /// Waits for all queued work when [`GpuDevice`] is dropped, before it frees what it holds;
+    /// errors are ignored there. A vendor with per-thread state (HIP's current device) sets it
+    /// here: the device may be dropped on another thread than it was last used on.
+    fn synchronize_before_drop(&self) {
+        let _ = self.synchronize("drop");
+    }
     /// How many bytes `flush_l2` writes on a device with this L2 size (more than any cache that
     /// could keep a lab's data between samples).
     fn flush_bytes(&self, l2_bytes: u64) -> u64;
@@ -428,7 +432,7 @@ fn pair_mut<T>(v: &mut [T], a: usize, b: usize) -> Option<(&T, &mut T)> {
 impl<V: Vendor> Drop for GpuDevice<V> {
     /// Waits for queued work before the buffers, kernels and staging memory it uses are freed.
     fn drop(&mut self) {
-        let _ = self.vendor.synchronize("drop");
+        self.vendor.synchronize_before_drop();
     }
 }
 

@@ -1,20 +1,27 @@
-//! The safe [`HipDevice`]: one AMD GPU with one stream. It owns every handle it creates and
-//! releases them on drop. Buffers, host staging, the L2 flush and event timing live here
-//! together; loading and launching kernels is in [`super::kernels`].
+//! The safe layer: one AMD GPU's stream and two timing events as owning types, providing the
+//! [`Vendor`] primitives that [`GpuDevice`] builds the [`Device`](crate::backend::Device) on.
+//! Loading and launching kernels is in [`super::kernels`].
+//!
+//! HIP's one piece of per-thread state, the current device, is set (`hipSetDevice`) by every
+//! primitive that depends on it: allocation, memory info, loading, occupancy and the final
+//! synchronize before the device is dropped. Work on the stream needs no current device.
 
 use super::ffi::*;
-use super::kernels::Kernel;
+use super::kernels::Function;
 use super::loader::{Runtime, Unavailable, runtime};
 use super::probe::probe_ordinal;
-use crate::backend::{
-    BufferId, CompiledKernel, Device, DeviceError, DeviceErrorKind, KernelId, LoadedKernel, Op,
+use super::result::HipError;
+use crate::backend::gpu::{
+    DeviceMemory, GpuDevice, HostMemory, Kernel, LaunchArg, TimingEvent, Vendor,
 };
-use kernelbook_core::results::DeviceInfo;
+use crate::backend::{CompiledKernel, DeviceError, DeviceErrorKind, LoadedKernel};
+use kernelbook_core::results::LaunchShape;
 use std::ffi::{c_int, c_void};
 use std::ptr;
+use std::sync::Arc;
 
-/// Why [`Op::Transpose`] is refused: the vendor peer on AMD would be hipBLAS `geam`, which
-/// this backend does not load.
+/// Why [`crate::backend::Op::Transpose`] is refused: the vendor peer on AMD would be hipBLAS
+/// `geam`, which this backend does not load.
 const NO_LIBRARY_TRANSPOSE: &str =
     "the HIP backend has no vendor transpose (hipBLAS geam is not wired up)";
 
@@ -27,38 +34,165 @@ pub fn flush_bytes(l2_bytes: u64) -> u64 {
     l2_bytes.max(MIN_FLUSHED_CACHE_BYTES).saturating_mul(2)
 }
 
+/// One AMD GPU with one stream; see [`Device`](crate::backend::Device).
+pub type HipDevice = GpuDevice<Hip>;
+
+/// The HIP primitives: the device index, its one stream and the timing events.
 #[derive(Debug)]
-pub(super) struct Buffer {
+pub struct Hip {
+    /// Declared before the stream, so that they are destroyed first.
+    start: Event,
+    end: Event,
+    pub(super) stream: Arc<Stream>,
+    pub(super) rt: &'static Runtime,
+    device: c_int,
+}
+
+/// A stream, destroyed when dropped. Shared with pinned memory, which waits on it.
+#[derive(Debug)]
+pub(super) struct Stream {
+    rt: &'static Runtime,
+    pub(super) handle: HipStream,
+}
+
+// SAFETY: the handle is owned by this value alone and HIP allows a stream to be used from any
+// host thread, concurrently too (the runtime locks its queues).
+unsafe impl Send for Stream {}
+// SAFETY: as above; the only operation through `&Stream` is `hipStreamSynchronize`.
+unsafe impl Sync for Stream {}
+
+impl Stream {
+    fn create(rt: &'static Runtime) -> Result<Stream, HipError> {
+        let mut handle: HipStream = ptr::null_mut();
+        // SAFETY: the runtime writes one stream handle through a pointer to a live local.
+        rt.check(unsafe { (rt.stream_create)(&mut handle) })?;
+        Ok(Stream { rt, handle })
+    }
+
+    fn synchronize(&self, operation: &'static str) -> Result<(), DeviceError> {
+        // SAFETY: the stream is live until this value is dropped.
+        let status = unsafe { (self.rt.stream_synchronize)(self.handle) };
+        self.rt.check(status).map_err(|e| e.during(operation))
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        // SAFETY: the stream came from `hipStreamCreate` and is destroyed only here; everything
+        // queued on it was made and waited for by its owners, which are dropped before it.
+        let _ = unsafe { (self.rt.stream_destroy)(self.handle) };
+    }
+}
+
+/// A timing event, destroyed when dropped.
+#[derive(Debug)]
+struct Event {
+    rt: &'static Runtime,
+    handle: HipEvent,
+}
+
+// SAFETY: the handle is owned by this value alone and HIP allows events to be used from any
+// host thread.
+unsafe impl Send for Event {}
+
+impl Event {
+    fn create(rt: &'static Runtime) -> Result<Event, HipError> {
+        let mut handle: HipEvent = ptr::null_mut();
+        // SAFETY: the runtime writes one event handle through a pointer to a live local.
+        rt.check(unsafe { (rt.event_create)(&mut handle) })?;
+        Ok(Event { rt, handle })
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // SAFETY: the event came from `hipEventCreate` and is destroyed only here.
+        let _ = unsafe { (self.rt.event_destroy)(self.handle) };
+    }
+}
+
+/// Device memory from `hipMalloc`, freed when dropped.
+#[derive(Debug)]
+pub struct Buffer {
+    rt: &'static Runtime,
     pub(super) ptr: *mut c_void,
     bytes: usize,
 }
 
-/// One AMD GPU with one stream; see [`Device`].
-#[derive(Debug)]
-pub struct HipDevice {
-    pub(super) rt: &'static Runtime,
-    device: c_int,
-    info: DeviceInfo,
-    driver_version: String,
-    pub(super) stream: HipStream,
-    start: HipEvent,
-    end: HipEvent,
-    buffers: Vec<Buffer>,
-    pub(super) kernels: Vec<Kernel>,
-    /// The buffer `flush_l2` writes, allocated on first use.
-    scratch: Option<Buffer>,
-    flush_byte: u8,
-    /// Host staging memory for the host ↔ device labs (pageable only on this backend).
-    pageable: Vec<u8>,
+// SAFETY: the allocation is owned by this value alone and HIP allows device memory to be used
+// and freed from any host thread.
+unsafe impl Send for Buffer {}
+
+impl DeviceMemory for Buffer {
+    fn len(&self) -> usize {
+        self.bytes
+    }
 }
 
-// SAFETY: the raw handles (stream, events, modules, functions, device pointers) are owned by
-// this value alone and HIP allows them to be used from any host thread; the one piece of
-// per-thread state HIP has, the current device, is set again (`hipSetDevice`) by every method
-// that depends on it. `HipDevice` is not `Sync`: calls are never made concurrently.
-unsafe impl Send for HipDevice {}
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: the pointer came from `hipMalloc` and is freed exactly once, here. No queued
+        // work uses it any more: `GpuDevice` drops buffers only after a synchronize, and a
+        // buffer whose zeroing failed to queue was never used.
+        let _ = unsafe { (self.rt.free)(self.ptr) };
+    }
+}
 
-impl HipDevice {
+/// Page-locked host memory from `hipHostMalloc`, freed when dropped. Copies to and from it are
+/// truly asynchronous, so reaching its bytes waits for the stream.
+#[derive(Debug)]
+pub struct Pinned {
+    free: FnFree,
+    /// Null for an empty allocation, which asks nothing of the runtime.
+    ptr: *mut u8,
+    bytes: usize,
+    stream: Arc<Stream>,
+}
+
+// SAFETY: the allocation is owned by this value alone and HIP allows pinned memory to be used
+// and freed from any host thread; the stream is `Send + Sync`.
+unsafe impl Send for Pinned {}
+
+impl HostMemory for Pinned {
+    fn len(&self) -> usize {
+        self.bytes
+    }
+
+    fn bytes(&self, operation: &'static str) -> Result<&[u8], DeviceError> {
+        if self.ptr.is_null() {
+            return Ok(&[]);
+        }
+        // Every copy into this memory was queued on this stream.
+        self.stream.synchronize(operation)?;
+        // SAFETY: `ptr` is a live allocation of `bytes` bytes, and no copy writes it any more
+        // (synchronized just above; a new one needs `&mut self`, which this borrow excludes).
+        Ok(unsafe { std::slice::from_raw_parts(self.ptr, self.bytes) })
+    }
+
+    fn bytes_mut(&mut self, operation: &'static str) -> Result<&mut [u8], DeviceError> {
+        if self.ptr.is_null() {
+            return Ok(&mut []);
+        }
+        self.stream.synchronize(operation)?;
+        // SAFETY: as in `bytes`; no queued copy reads or writes it, and `&mut self` is unique.
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr, self.bytes) })
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        if self.ptr.is_null() {
+            return;
+        }
+        // `GpuDevice` replaces its staging memory without synchronizing: wait for any copy.
+        let _ = self.stream.synchronize("free pinned memory");
+        // SAFETY: the pointer came from `hipHostMalloc` and is freed exactly once, here; no
+        // queued copy uses it any more (synchronized just above).
+        let _ = unsafe { (self.free)(self.ptr.cast::<c_void>()) };
+    }
+}
+
+impl GpuDevice<Hip> {
     /// Opens AMD GPU `ordinal`: selects it and creates a stream and two timing events.
     pub fn open(ordinal: usize) -> Result<HipDevice, Unavailable> {
         let rt = runtime()?;
@@ -67,34 +201,25 @@ impl HipDevice {
         // SAFETY: selects a device index the runtime just reported; no pointers.
         rt.check(unsafe { (rt.set_device)(device) })
             .map_err(|e| fail("the HIP runtime could not select the GPU", e))?;
-        // Built first with null handles, so that `Drop` releases whatever was created if a
-        // later step fails.
-        let mut opened = HipDevice {
+        // Whatever was created before a failure is released by its own `Drop`.
+        let stream =
+            Stream::create(rt).map_err(|e| fail("the HIP runtime could not create a stream", e))?;
+        let event =
+            || Event::create(rt).map_err(|e| fail("the HIP runtime could not create an event", e));
+        let start = event()?;
+        let end = event()?;
+        let hip = Hip {
+            start,
+            end,
+            stream: Arc::new(stream),
             rt,
             device,
-            info: probe.info,
-            driver_version: probe.driver_version,
-            stream: ptr::null_mut(),
-            start: ptr::null_mut(),
-            end: ptr::null_mut(),
-            buffers: Vec::new(),
-            kernels: Vec::new(),
-            scratch: None,
-            flush_byte: 0xa5,
-            pageable: Vec::new(),
         };
-        // SAFETY: the runtime writes one stream handle through a pointer to a live field.
-        rt.check(unsafe { (rt.stream_create)(&mut opened.stream) })
-            .map_err(|e| fail("the HIP runtime could not create a stream", e))?;
-        // SAFETY: the runtime writes one event handle through each pointer to a live field.
-        rt.check(unsafe { (rt.event_create)(&mut opened.start) })
-            .map_err(|e| fail("the HIP runtime could not create an event", e))?;
-        // SAFETY: as above.
-        rt.check(unsafe { (rt.event_create)(&mut opened.end) })
-            .map_err(|e| fail("the HIP runtime could not create an event", e))?;
-        Ok(opened)
+        Ok(GpuDevice::new(hip, probe.info, probe.driver_version))
     }
+}
 
+impl Hip {
     /// A HIP status as this device reports it: the operation, the runtime's text and its kind.
     pub(super) fn check(
         &self,
@@ -110,51 +235,12 @@ impl HipDevice {
         self.check(operation, unsafe { (self.rt.set_device)(self.device) })
     }
 
-    pub(super) fn buffer(
-        &self,
-        operation: &'static str,
-        id: BufferId,
-    ) -> Result<&Buffer, DeviceError> {
-        self.buffers
-            .get(id.0)
-            .ok_or_else(|| DeviceError::invalid(operation, format!("no buffer {}", id.0)))
-    }
-
-    /// Allocates `bytes` bytes and queues zeroing them.
-    fn allocate(&self, operation: &'static str, bytes: usize) -> Result<Buffer, DeviceError> {
-        self.select(operation)?;
-        let mut ptr: *mut c_void = ptr::null_mut();
-        // SAFETY: the runtime writes one device pointer through a pointer to a live local.
-        self.check(operation, unsafe { (self.rt.malloc)(&mut ptr, bytes) })?;
-        let buffer = Buffer { ptr, bytes };
-        if let Err(e) = self.memset(operation, &buffer, 0) {
-            // SAFETY: `ptr` came from `hipMalloc` just above and nothing else refers to it.
-            let _ = unsafe { (self.rt.free)(ptr) };
-            return Err(e);
-        }
-        Ok(buffer)
-    }
-
-    /// Queues a memset of the whole buffer on the stream.
-    fn memset(
-        &self,
-        operation: &'static str,
-        buffer: &Buffer,
-        byte: u8,
-    ) -> Result<(), DeviceError> {
-        // SAFETY: `buffer.ptr` is a live allocation of `buffer.bytes` bytes from `hipMalloc`,
-        // freed only after a synchronize; the stream is live.
-        self.check(operation, unsafe {
-            (self.rt.memset_d8_async)(buffer.ptr, byte, buffer.bytes, self.stream)
-        })
-    }
-
     /// Queues a copy of `bytes` bytes of `kind` (a `hipMemcpyKind`) on the stream.
     ///
     /// # Safety
     ///
     /// `dst` and `src` must be valid for `bytes` bytes on the sides `kind` names, and stay
-    /// valid until the stream has been synchronized.
+    /// valid until the copy is complete.
     unsafe fn memcpy(
         &self,
         operation: &'static str,
@@ -165,169 +251,23 @@ impl HipDevice {
     ) -> Result<(), DeviceError> {
         // SAFETY: the caller guarantees both ranges; the stream is live.
         self.check(operation, unsafe {
-            (self.rt.memcpy_async)(dst, src, bytes, kind, self.stream)
+            (self.rt.memcpy_async)(dst, src, bytes, kind, self.stream.handle)
         })
-    }
-
-    fn stream_synchronize(&self, operation: &'static str) -> Result<(), DeviceError> {
-        // SAFETY: the stream is live until this device is dropped.
-        self.check(operation, unsafe {
-            (self.rt.stream_synchronize)(self.stream)
-        })
-    }
-
-    fn copy(&self, dst: BufferId, src: BufferId, bytes: usize) -> Result<(), DeviceError> {
-        if dst == src {
-            return Err(DeviceError::invalid(
-                "copy",
-                "source and destination are the same buffer",
-            ));
-        }
-        let source = self.buffer("copy", src)?;
-        let destination = self.buffer("copy", dst)?;
-        if bytes > source.bytes || bytes > destination.bytes {
-            return Err(DeviceError::invalid(
-                "copy",
-                format!(
-                    "{bytes} bytes do not fit: the source has {}, the destination {}",
-                    source.bytes, destination.bytes
-                ),
-            ));
-        }
-        if bytes == 0 {
-            return Ok(());
-        }
-        // SAFETY: both are distinct live device allocations of at least `bytes` bytes (checked
-        // above), freed only after a synchronize.
-        unsafe {
-            self.memcpy(
-                "copy",
-                destination.ptr,
-                source.ptr,
-                bytes,
-                HIP_MEMCPY_DEVICE_TO_DEVICE,
-            )
-        }
-    }
-
-    /// Page-locked host memory (`hipHostMalloc`) is not wired up on this backend yet.
-    fn refuse_pinned(&self, pinned: bool) -> Result<(), DeviceError> {
-        if pinned {
-            return Err(DeviceError::of_kind(
-                DeviceErrorKind::Unavailable,
-                "host copy",
-                "pinned host memory is not supported by kernelbook's HIP backend yet",
-            ));
-        }
-        Ok(())
-    }
-
-    /// Queues a copy of the first `bytes` staged bytes into `dst`.
-    fn host_to_device(&self, dst: BufferId, bytes: usize, pinned: bool) -> Result<(), DeviceError> {
-        self.refuse_pinned(pinned)?;
-        let target = self.buffer("host to device", dst)?;
-        let staged = self
-            .pageable
-            .get(..bytes)
-            .filter(|_| bytes <= target.bytes)
-            .ok_or_else(|| DeviceError::invalid("host to device", "nothing staged of that size"))?;
-        // SAFETY: a live device allocation of at least `bytes` bytes; the source is the staging
-        // vector, which is not touched until the stream is synchronised (every later use of it
-        // goes through `read_host` or `stage_host`, which synchronise).
-        unsafe {
-            self.memcpy(
-                "host to device",
-                target.ptr,
-                staged.as_ptr().cast::<c_void>(),
-                bytes,
-                HIP_MEMCPY_HOST_TO_DEVICE,
-            )
-        }
-    }
-
-    /// Queues a copy of the first `bytes` of `src` into the staging vector.
-    fn device_to_host(
-        &mut self,
-        src: BufferId,
-        bytes: usize,
-        pinned: bool,
-    ) -> Result<(), DeviceError> {
-        self.refuse_pinned(pinned)?;
-        let source = self.buffer("device to host", src)?;
-        let source_ptr = source.ptr;
-        if bytes > source.bytes {
-            return Err(DeviceError::invalid(
-                "device to host",
-                "range out of bounds",
-            ));
-        }
-        self.pageable.resize(bytes, 0);
-        let staging = self.pageable.as_mut_ptr().cast::<c_void>();
-        // SAFETY: as in `host_to_device`, in the other direction.
-        unsafe {
-            self.memcpy(
-                "device to host",
-                staging,
-                source_ptr,
-                bytes,
-                HIP_MEMCPY_DEVICE_TO_HOST,
-            )
-        }
-    }
-
-    /// Frees the buffers and unloads the modules; the caller has synchronized the stream.
-    fn free_lab_resources(&mut self) {
-        let rt = self.rt;
-        for buffer in self.buffers.drain(..) {
-            // SAFETY: each pointer came from `hipMalloc`, is freed exactly once (drained), and
-            // no queued work uses it any more (the caller synchronized).
-            let _ = unsafe { (rt.free)(buffer.ptr) };
-        }
-        for kernel in self.kernels.drain(..) {
-            // SAFETY: the module came from `hipModuleLoadData`, is unloaded exactly once, and
-            // no queued work uses its functions any more.
-            let _ = unsafe { (rt.module_unload)(kernel.module) };
-        }
-        self.pageable = Vec::new();
     }
 }
 
-impl Drop for HipDevice {
-    /// Waits for queued work, then releases buffers, modules, events and the stream.
-    fn drop(&mut self) {
-        let rt = self.rt;
-        let _ = self.select("drop");
-        if !self.stream.is_null() {
-            // SAFETY: the stream is live (created in `open`, destroyed only below).
-            let _ = unsafe { (rt.stream_synchronize)(self.stream) };
-        }
-        self.free_lab_resources();
-        if let Some(buffer) = self.scratch.take() {
-            // SAFETY: the pointer came from `hipMalloc`, is freed exactly once (taken), and no
-            // queued work uses it any more (synchronized above).
-            let _ = unsafe { (rt.free)(buffer.ptr) };
-        }
-        for event in [self.start, self.end] {
-            if !event.is_null() {
-                // SAFETY: the event came from `hipEventCreate` and is destroyed only here.
-                let _ = unsafe { (rt.event_destroy)(event) };
-            }
-        }
-        if !self.stream.is_null() {
-            // SAFETY: the stream came from `hipStreamCreate` and is destroyed only here.
-            let _ = unsafe { (rt.stream_destroy)(self.stream) };
-        }
+/// `Err` unless `bytes` fit in a buffer of `len` bytes.
+fn within(operation: &'static str, bytes: usize, len: usize) -> Result<(), DeviceError> {
+    if bytes > len {
+        return Err(DeviceError::invalid(operation, "range out of bounds"));
     }
+    Ok(())
 }
 
-impl Device for HipDevice {
-    fn info(&self) -> &DeviceInfo {
-        &self.info
-    }
-
-    fn driver_version(&self) -> String {
-        self.driver_version.clone()
-    }
+impl Vendor for Hip {
+    type Buffer = Buffer;
+    type Function = Function;
+    type Pinned = Pinned;
 
     fn memory(&self) -> Result<(u64, u64), DeviceError> {
         self.select("memory info")?;
@@ -340,137 +280,239 @@ impl Device for HipDevice {
         Ok((free as u64, total as u64))
     }
 
-    fn alloc(&mut self, bytes: usize) -> Result<BufferId, DeviceError> {
-        if bytes == 0 {
-            return Err(DeviceError::invalid(
-                "alloc",
-                "cannot allocate an empty buffer",
-            ));
-        }
-        let buffer = self.allocate("alloc", bytes)?;
-        self.buffers.push(buffer);
-        Ok(BufferId(self.buffers.len() - 1))
+    fn alloc_zeroed(&self, operation: &'static str, bytes: usize) -> Result<Buffer, DeviceError> {
+        self.select(operation)?;
+        let mut ptr: *mut c_void = ptr::null_mut();
+        // SAFETY: the runtime writes one device pointer through a pointer to a live local.
+        self.check(operation, unsafe { (self.rt.malloc)(&mut ptr, bytes) })?;
+        let mut buffer = Buffer {
+            rt: self.rt,
+            ptr,
+            bytes,
+        };
+        // On failure, dropping `buffer` frees it again.
+        self.memset(operation, &mut buffer, 0)?;
+        Ok(buffer)
     }
 
-    /// Writes `data` to the start of the buffer; returns once the copy is complete.
-    fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), DeviceError> {
-        let target = self.buffer("upload", buffer)?;
-        if data.len() > target.bytes {
-            return Err(DeviceError::invalid(
-                "upload",
-                format!(
-                    "{} bytes do not fit in a {}-byte buffer",
-                    data.len(),
-                    target.bytes
-                ),
-            ));
-        }
-        if data.is_empty() {
-            return Ok(());
-        }
-        // SAFETY: the destination is a live device allocation of at least `data.len()` bytes;
-        // the source is `data`, which stays borrowed until the synchronize below has waited
-        // for the copy to finish.
+    fn memset(
+        &self,
+        operation: &'static str,
+        buffer: &mut Buffer,
+        byte: u8,
+    ) -> Result<(), DeviceError> {
+        // SAFETY: `buffer.ptr` is a live allocation of `buffer.bytes` bytes from `hipMalloc`,
+        // freed only after a synchronize; the stream is live.
+        self.check(operation, unsafe {
+            (self.rt.memset_d8_async)(buffer.ptr, byte, buffer.bytes, self.stream.handle)
+        })
+    }
+
+    /// Synchronizes after queueing. HIP documents copies from unpinned memory as synchronous,
+    /// but ROCm 6's runtime skips that wait under direct dispatch and leaves it to its copy
+    /// layers, which may pin the caller's pages and release them after the DMA rather than wait
+    /// for it; the contract (`src` read before returning) is kept here, not left to them.
+    fn copy_from_host(
+        &self,
+        operation: &'static str,
+        dst: &mut Buffer,
+        src: &[u8],
+    ) -> Result<(), DeviceError> {
+        within(operation, src.len(), dst.bytes)?;
+        // SAFETY: the destination is a live device allocation of at least `src.len()` bytes;
+        // `src` stays borrowed until the synchronize below has waited for the copy, which also
+        // runs when queueing failed, so nothing can read `src` after this returns.
         let queued = unsafe {
             self.memcpy(
-                "upload",
-                target.ptr,
-                data.as_ptr().cast::<c_void>(),
-                data.len(),
+                operation,
+                dst.ptr,
+                src.as_ptr().cast::<c_void>(),
+                src.len(),
                 HIP_MEMCPY_HOST_TO_DEVICE,
             )
         };
-        let synchronized = self.stream_synchronize("upload");
+        let synchronized = self.synchronize(operation);
         queued.and(synchronized)
     }
 
-    /// Reads the first `out.len()` bytes of the buffer, after all queued work.
-    fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), DeviceError> {
-        let source = self.buffer("download", buffer)?;
-        if out.len() > source.bytes {
-            return Err(DeviceError::invalid(
-                "download",
-                format!(
-                    "{} bytes asked of a {}-byte buffer",
-                    out.len(),
-                    source.bytes
-                ),
-            ));
+    /// HIP performs a copy into unpinned memory synchronously (its `hipMemcpyAsync` notes: the
+    /// runtime cannot know that the memory outlives an asynchronous copy), so `dst` is written
+    /// when this returns.
+    fn copy_to_host(
+        &self,
+        operation: &'static str,
+        dst: &mut [u8],
+        src: &Buffer,
+    ) -> Result<(), DeviceError> {
+        within(operation, dst.len(), src.bytes)?;
+        // SAFETY: the source is a live device allocation of at least `dst.len()` bytes; `dst`
+        // is valid for that many bytes and the runtime finishes the copy before returning.
+        unsafe {
+            self.memcpy(
+                operation,
+                dst.as_mut_ptr().cast::<c_void>(),
+                src.ptr,
+                dst.len(),
+                HIP_MEMCPY_DEVICE_TO_HOST,
+            )
         }
-        let queued = if out.is_empty() {
-            Ok(())
-        } else {
-            // SAFETY: the source is a live device allocation of at least `out.len()` bytes;
-            // `out` stays mutably borrowed until the synchronize below has waited for the
-            // copy to finish.
-            unsafe {
-                self.memcpy(
-                    "download",
-                    out.as_mut_ptr().cast::<c_void>(),
-                    source.ptr,
-                    out.len(),
-                    HIP_MEMCPY_DEVICE_TO_HOST,
-                )
-            }
+    }
+
+    fn copy_from_pinned(
+        &self,
+        operation: &'static str,
+        dst: &mut Buffer,
+        src: &Pinned,
+    ) -> Result<(), DeviceError> {
+        within(operation, src.bytes, dst.bytes)?;
+        if src.ptr.is_null() {
+            return Ok(());
+        }
+        // SAFETY: both are live allocations of at least `src.bytes` bytes. `GpuDevice` keeps
+        // the pinned memory until a synchronize, and its `Drop` (and any access to its bytes)
+        // waits for the stream first.
+        unsafe {
+            self.memcpy(
+                operation,
+                dst.ptr,
+                src.ptr.cast::<c_void>(),
+                src.bytes,
+                HIP_MEMCPY_HOST_TO_DEVICE,
+            )
+        }
+    }
+
+    fn copy_to_pinned(
+        &self,
+        operation: &'static str,
+        dst: &mut Pinned,
+        src: &Buffer,
+    ) -> Result<(), DeviceError> {
+        within(operation, dst.bytes, src.bytes)?;
+        if dst.ptr.is_null() {
+            return Ok(());
+        }
+        // SAFETY: as in `copy_from_pinned`, in the other direction.
+        unsafe {
+            self.memcpy(
+                operation,
+                dst.ptr.cast::<c_void>(),
+                src.ptr,
+                dst.bytes,
+                HIP_MEMCPY_DEVICE_TO_HOST,
+            )
+        }
+    }
+
+    fn copy_device(
+        &self,
+        operation: &'static str,
+        dst: &mut Buffer,
+        src: &Buffer,
+        bytes: usize,
+    ) -> Result<(), DeviceError> {
+        within(operation, bytes, src.bytes.min(dst.bytes))?;
+        // SAFETY: two distinct live device allocations (one borrowed mutably) of at least
+        // `bytes` bytes, freed only after a synchronize.
+        unsafe {
+            self.memcpy(
+                operation,
+                dst.ptr,
+                src.ptr,
+                bytes,
+                HIP_MEMCPY_DEVICE_TO_DEVICE,
+            )
+        }
+    }
+
+    fn alloc_pinned(&self, operation: &'static str, bytes: usize) -> Result<Pinned, DeviceError> {
+        let Some((host_malloc, free)) = self.rt.host_memory else {
+            return Err(DeviceError::of_kind(
+                DeviceErrorKind::Unavailable,
+                operation,
+                format!("{} has no hipHostMalloc", self.rt.file),
+            ));
         };
-        let synchronized = self.stream_synchronize("download");
-        queued.and(synchronized)
+        let mut ptr: *mut c_void = ptr::null_mut();
+        if bytes > 0 {
+            self.select(operation)?;
+            // SAFETY: the runtime writes one host pointer through a pointer to a live local.
+            self.check(operation, unsafe {
+                host_malloc(&mut ptr, bytes, HIP_HOST_MALLOC_DEFAULT)
+            })?;
+            if ptr.is_null() {
+                return Err(DeviceError::new(operation, "hipHostMalloc returned null"));
+            }
+        }
+        Ok(Pinned {
+            free,
+            ptr: ptr.cast::<u8>(),
+            bytes,
+            stream: Arc::clone(&self.stream),
+        })
     }
 
-    fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError> {
-        let target = self.buffer("fill", buffer)?;
-        self.memset("fill", target, byte)
-    }
-
-    fn load(&mut self, kernel: &CompiledKernel) -> Result<(KernelId, LoadedKernel), DeviceError> {
+    fn load(
+        &self,
+        kernel: &CompiledKernel,
+    ) -> Result<(Kernel<Function>, LoadedKernel), DeviceError> {
         self.load_kernel(kernel)
     }
 
     fn blocks_per_sm(
         &self,
-        kernel: KernelId,
+        kernel: &Kernel<Function>,
         block_threads: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<u32, DeviceError> {
         self.occupancy(kernel, block_threads, dynamic_shared_bytes)
     }
 
-    fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
-        match *op {
-            Op::Launch {
-                kernel,
-                ref shape,
-                args,
-            } => self.launch(kernel, shape, args),
-            Op::Copy { dst, src, bytes } => self.copy(dst, src, bytes),
-            Op::Transpose { .. } => Err(DeviceError::of_kind(
-                DeviceErrorKind::Unavailable,
-                "transpose",
-                NO_LIBRARY_TRANSPOSE,
-            )),
-            Op::HostToDevice { dst, bytes, pinned } => self.host_to_device(dst, bytes, pinned),
-            Op::DeviceToHost { src, bytes, pinned } => self.device_to_host(src, bytes, pinned),
-            Op::Sequence(ops) => ops.iter().try_for_each(|op| self.run(op)),
-        }
+    fn launch(
+        &self,
+        kernel: &Kernel<Function>,
+        shape: &LaunchShape,
+        args: &[LaunchArg<'_, Buffer>],
+    ) -> Result<(), DeviceError> {
+        self.launch_kernel(kernel, shape, args)
     }
 
-    fn stage_host(&mut self, pinned: bool, data: &[u8]) -> Result<(), DeviceError> {
-        self.refuse_pinned(pinned)?;
-        self.stream_synchronize("stage")?;
-        self.pageable.clear();
-        self.pageable.extend_from_slice(data);
-        Ok(())
+    fn record(&self, event: TimingEvent) -> Result<(), DeviceError> {
+        let event = match event {
+            TimingEvent::Start => &self.start,
+            TimingEvent::End => &self.end,
+        };
+        // SAFETY: the event and the stream are live until this value is dropped.
+        self.check("time", unsafe {
+            (self.rt.event_record)(event.handle, self.stream.handle)
+        })
     }
 
-    fn read_host(&mut self, pinned: bool, out: &mut [u8]) -> Result<(), DeviceError> {
-        self.refuse_pinned(pinned)?;
-        self.stream_synchronize("read host")?;
-        let staged = self
-            .pageable
-            .get(..out.len())
-            .ok_or_else(|| DeviceError::invalid("read host", "the staging buffer is too small"))?;
-        out.copy_from_slice(staged);
-        Ok(())
+    fn elapsed_ms(&self) -> Result<f32, DeviceError> {
+        // SAFETY: the event is live.
+        self.check("time", unsafe {
+            (self.rt.event_synchronize)(self.end.handle)
+        })?;
+        let mut ms: f32 = 0.0;
+        // SAFETY: both events are live and recorded; the runtime writes one float to a local.
+        self.check("time", unsafe {
+            (self.rt.event_elapsed_time)(&mut ms, self.start.handle, self.end.handle)
+        })?;
+        Ok(ms)
+    }
+
+    fn synchronize(&self, operation: &'static str) -> Result<(), DeviceError> {
+        self.stream.synchronize(operation)
+    }
+
+    /// Selects the device first: the device may be dropped on another thread than it was used.
+    fn synchronize_before_drop(&self) {
+        let _ = self.select("drop");
+        let _ = self.synchronize("drop");
+    }
+
+    fn flush_bytes(&self, l2_bytes: u64) -> u64 {
+        flush_bytes(l2_bytes)
     }
 
     fn transpose_library(&mut self) -> Result<String, DeviceError> {
@@ -481,50 +523,18 @@ impl Device for HipDevice {
         ))
     }
 
-    fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError> {
-        // SAFETY: the event and the stream are live until this device is dropped.
-        self.check("time", unsafe {
-            (self.rt.event_record)(self.start, self.stream)
-        })?;
-        self.run(op)?;
-        // SAFETY: as above.
-        self.check("time", unsafe {
-            (self.rt.event_record)(self.end, self.stream)
-        })?;
-        // SAFETY: the event is live.
-        self.check("time", unsafe { (self.rt.event_synchronize)(self.end) })?;
-        let mut ms: f32 = 0.0;
-        // SAFETY: both events are live and recorded; the runtime writes one float to a local.
-        self.check("time", unsafe {
-            (self.rt.event_elapsed_time)(&mut ms, self.start, self.end)
-        })?;
-        Ok(f64::from(ms))
-    }
-
-    fn flush_l2(&mut self) -> Result<(), DeviceError> {
-        if self.scratch.is_none() {
-            let bytes = flush_bytes(self.info.l2_bytes);
-            let bytes = usize::try_from(bytes).map_err(|_| {
-                DeviceError::invalid("flush L2", format!("{bytes} bytes is too large"))
-            })?;
-            self.scratch = Some(self.allocate("flush L2", bytes)?);
-        }
-        // A different value each time, so no write could be skipped as a no-op.
-        self.flush_byte = !self.flush_byte;
-        match &self.scratch {
-            Some(scratch) => self.memset("flush L2", scratch, self.flush_byte),
-            None => Err(DeviceError::new("flush L2", "no scratch buffer")),
-        }
-    }
-
-    fn synchronize(&mut self) -> Result<(), DeviceError> {
-        self.stream_synchronize("synchronize")
-    }
-
-    fn release_lab(&mut self) -> Result<(), DeviceError> {
-        self.stream_synchronize("release")?;
-        self.free_lab_resources();
-        Ok(())
+    fn transpose(
+        &mut self,
+        _: &mut Buffer,
+        _: &Buffer,
+        _: usize,
+        _: usize,
+    ) -> Result<(), DeviceError> {
+        Err(DeviceError::of_kind(
+            DeviceErrorKind::Unavailable,
+            "transpose",
+            NO_LIBRARY_TRANSPOSE,
+        ))
     }
 }
 
@@ -540,5 +550,11 @@ mod tests {
         assert_eq!(flush_bytes(4 << 20), 512 << 20);
         assert_eq!(flush_bytes(1 << 30), 2 << 30);
         assert_eq!(flush_bytes(u64::MAX), u64::MAX);
+    }
+
+    #[test]
+    fn handles_can_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<HipDevice>();
     }
 }

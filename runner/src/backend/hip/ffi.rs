@@ -61,6 +61,10 @@ pub(super) const HIP_MEMCPY_HOST_TO_DEVICE: c_int = 1;
 pub(super) const HIP_MEMCPY_DEVICE_TO_HOST: c_int = 2;
 pub(super) const HIP_MEMCPY_DEVICE_TO_DEVICE: c_int = 3;
 
+/// `hipHostMallocDefault`: ordinary page-locked memory (coherent, not write-combined, which the
+/// CPU reads back slowly).
+pub(super) const HIP_HOST_MALLOC_DEFAULT: c_uint = 0;
+
 /// `hipDeviceAttribute_t` values (identical in ROCm 5.2, 6.x and 7.x: retired entries became
 /// `hipDeviceAttributeUnusedN` and kept their numbers).
 pub(super) mod attr {
@@ -129,6 +133,7 @@ pub(super) type FnGetDeviceProperties = unsafe extern "C" fn(*mut c_void, c_int)
 pub(super) type FnSetDevice = unsafe extern "C" fn(c_int) -> HipStatus;
 pub(super) type FnMalloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> HipStatus;
 pub(super) type FnFree = unsafe extern "C" fn(*mut c_void) -> HipStatus;
+pub(super) type FnHostMalloc = unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> HipStatus;
 pub(super) type FnMemcpyAsync =
     unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, HipStream) -> HipStatus;
 pub(super) type FnMemsetD8Async =

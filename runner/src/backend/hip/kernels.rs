@@ -1,40 +1,54 @@
-//! Kernels on a [`HipDevice`]: loading a code object as a module, its resources and occupancy,
-//! and launches with arguments checked against the code object's metadata.
+//! Kernels on [`Hip`]: loading a code object as a module, its resources and occupancy, and
+//! launches (the arguments were checked against the code object's metadata by `GpuDevice`).
 
-use super::device::HipDevice;
+use super::device::{Buffer, Hip};
 use super::ffi::*;
+use super::loader::Runtime;
 use super::metadata::{is_amdgpu_elf, kernel_metadata};
 use super::probe::to_u32;
-use crate::backend::{BufferId, CompiledKernel, DeviceError, KernelArg, KernelId, LoadedKernel};
+use crate::backend::gpu::{Kernel, LaunchArg};
+use crate::backend::{CompiledKernel, DeviceError, LoadedKernel};
 use kernelbook_core::results::LaunchShape;
 use std::ffi::{CString, c_int, c_void};
 use std::ptr;
 
+/// A loaded module, unloaded when dropped.
 #[derive(Debug)]
-pub(super) struct Kernel {
-    name: String,
-    pub(super) module: HipModule,
-    function: HipFunction,
-    /// Byte size of each explicit parameter, from the code object's metadata.
-    param_sizes: Vec<usize>,
-    /// The code object the module was loaded from, kept for the module's lifetime (the runtime
-    /// may read it after `hipModuleLoadData` returns).
+struct Module {
+    rt: &'static Runtime,
+    handle: HipModule,
+    /// The code object the module was loaded from, freed after the module is unloaded (the
+    /// runtime may read it after `hipModuleLoadData` returns).
     _image: Vec<u8>,
 }
 
-impl HipDevice {
-    fn kernel(&self, id: KernelId) -> Result<&Kernel, DeviceError> {
-        self.kernels
-            .get(id.0)
-            .ok_or_else(|| DeviceError::invalid("kernel", format!("no kernel {}", id.0)))
+impl Drop for Module {
+    fn drop(&mut self) {
+        // SAFETY: the module came from `hipModuleLoadData` and is unloaded exactly once, here.
+        // No queued work uses its functions any more: `GpuDevice` drops kernels only after a
+        // synchronize, and a module that failed to load fully was never launched.
+        let _ = unsafe { (self.rt.module_unload)(self.handle) };
     }
+}
 
+/// A kernel's entry point together with the module that keeps it loaded.
+#[derive(Debug)]
+pub struct Function {
+    function: HipFunction,
+    _module: Module,
+}
+
+// SAFETY: the module and function handles are owned by this value alone and HIP allows them to
+// be used from any host thread.
+unsafe impl Send for Function {}
+
+impl Hip {
     /// Loads `kernel`'s code object, finds its entry point and reads its resources; on any
     /// failure the module is unloaded again.
     pub(super) fn load_kernel(
-        &mut self,
+        &self,
         kernel: &CompiledKernel,
-    ) -> Result<(KernelId, LoadedKernel), DeviceError> {
+    ) -> Result<(Kernel<Function>, LoadedKernel), DeviceError> {
         // `hipModuleLoadData` takes a bare pointer and parses what it finds there, so only
         // hand it an AMDGPU ELF code object (what hiprtc produces).
         if !is_amdgpu_elf(&kernel.image) {
@@ -50,43 +64,41 @@ impl HipDevice {
             .map_err(|_| DeviceError::invalid("load", "the kernel name contains a NUL byte"))?;
         self.select("load")?;
         let image = kernel.image.clone();
-        let mut module: HipModule = ptr::null_mut();
+        let mut handle: HipModule = ptr::null_mut();
         // SAFETY: `image` is a complete ELF code object (checked above) in a heap buffer that is
         // stored with the module and so outlives it; the runtime writes one handle to a local.
         self.check("load", unsafe {
-            (self.rt.module_load_data)(&mut module, image.as_ptr().cast::<c_void>())
+            (self.rt.module_load_data)(&mut handle, image.as_ptr().cast::<c_void>())
         })?;
-        match self.describe_module(module, &name, kernel, &image) {
-            Ok((function, param_sizes, loaded)) => {
-                self.kernels.push(Kernel {
-                    name: kernel.name.clone(),
-                    module,
-                    function,
-                    param_sizes,
-                    _image: image,
-                });
-                Ok((KernelId(self.kernels.len() - 1), loaded))
-            }
-            Err(e) => {
-                // SAFETY: the module was loaded just above and is not stored anywhere.
-                let _ = unsafe { (self.rt.module_unload)(module) };
-                Err(e)
-            }
-        }
+        let module = Module {
+            rt: self.rt,
+            handle,
+            _image: image,
+        };
+        let (function, param_sizes, loaded) = self.describe_module(&module, &name, kernel)?;
+        let kernel = Kernel {
+            name: kernel.name.clone(),
+            param_sizes: Some(param_sizes),
+            function: Function {
+                function,
+                _module: module,
+            },
+        };
+        Ok((kernel, loaded))
     }
 
     /// The entry point of a just-loaded module, its parameter sizes and its resources.
     fn describe_module(
         &self,
-        module: HipModule,
+        module: &Module,
         name: &CString,
         kernel: &CompiledKernel,
-        image: &[u8],
     ) -> Result<(HipFunction, Vec<usize>, LoadedKernel), DeviceError> {
         let mut function: HipFunction = ptr::null_mut();
         // SAFETY: the module is live and `name` is NUL-terminated; the runtime writes one
         // handle to a local.
-        let found = unsafe { (self.rt.module_get_function)(&mut function, module, name.as_ptr()) };
+        let found =
+            unsafe { (self.rt.module_get_function)(&mut function, module.handle, name.as_ptr()) };
         self.rt.check(found).map_err(|e| {
             DeviceError::of_kind(
                 e.kind(),
@@ -97,7 +109,7 @@ impl HipDevice {
                 ),
             )
         })?;
-        let metadata = kernel_metadata(image, &kernel.name).ok_or_else(|| {
+        let metadata = kernel_metadata(&kernel.image, &kernel.name).ok_or_else(|| {
             DeviceError::invalid(
                 "load",
                 format!(
@@ -132,11 +144,10 @@ impl HipDevice {
     /// Resident blocks per CU (`hipModuleOccupancyMaxActiveBlocksPerMultiprocessor`).
     pub(super) fn occupancy(
         &self,
-        kernel: KernelId,
+        kernel: &Kernel<Function>,
         block_threads: u32,
         dynamic_shared_bytes: u32,
     ) -> Result<u32, DeviceError> {
-        let kernel = self.kernel(kernel)?;
         let threads = c_int::try_from(block_threads).map_err(|_| {
             DeviceError::invalid("occupancy", format!("{block_threads} threads is too many"))
         })?;
@@ -148,46 +159,22 @@ impl HipDevice {
         })?;
         self.select("occupancy")?;
         let mut blocks: c_int = 0;
-        // SAFETY: the function handle is live while its module is; the runtime writes one int
-        // to a local.
+        // SAFETY: the function handle is live while its module is (held by `kernel`); the
+        // runtime writes one int to a local.
         self.check("occupancy", unsafe {
-            (self.rt.occupancy)(&mut blocks, kernel.function, threads, shared)
+            (self.rt.occupancy)(&mut blocks, kernel.function.function, threads, shared)
         })?;
         Ok(to_u32(blocks))
     }
 
-    /// Each argument's bytes at the start of an 8-byte slot, in the kernel's byte order (the
-    /// host's); `check_kernel_args` made sure each parameter is exactly that argument's size.
-    fn argument_slots(&self, args: &[KernelArg]) -> Result<Vec<[u8; 8]>, DeviceError> {
-        let mut slots = Vec::with_capacity(args.len());
-        for arg in args {
-            let mut slot = [0u8; 8];
-            match *arg {
-                KernelArg::Buffer(id) => {
-                    let address = self.buffer_ptr("launch", id)? as usize as u64;
-                    slot = address.to_ne_bytes();
-                }
-                KernelArg::I32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
-                KernelArg::U32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
-                KernelArg::I64(v) => slot = v.to_ne_bytes(),
-                KernelArg::U64(v) => slot = v.to_ne_bytes(),
-                KernelArg::F32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
-            }
-            slots.push(slot);
-        }
-        Ok(slots)
-    }
-
-    pub(super) fn launch(
+    pub(super) fn launch_kernel(
         &self,
-        kernel: KernelId,
+        kernel: &Kernel<Function>,
         shape: &LaunchShape,
-        args: &[KernelArg],
+        args: &[LaunchArg<'_, Buffer>],
     ) -> Result<(), DeviceError> {
-        let kernel = self.kernel(kernel)?;
-        crate::backend::check_kernel_args(&kernel.name, &kernel.param_sizes, args)?;
         check_shape(shape)?;
-        let mut slots = self.argument_slots(args)?;
+        let mut slots = argument_slots(args);
         let mut params: Vec<*mut c_void> = slots
             .iter_mut()
             .map(|slot| slot.as_mut_ptr().cast::<c_void>())
@@ -200,16 +187,16 @@ impl HipDevice {
         let [gx, gy, gz] = shape.grid;
         let [bx, by, bz] = shape.block;
         // SAFETY: `hipModuleLaunchKernel` reads one pointer per explicit kernel parameter from
-        // `params` and copies that parameter's size from behind it. `check_kernel_args` matched
-        // the number of arguments and each one's size against the code object's metadata, so
-        // every read stays inside `slots`, which outlives the call (the runtime copies the
-        // values when the launch is queued). The function handle and stream are live. That the
-        // arguments mean what the kernel expects, and that it stays inside the buffers, is the
-        // lab author's responsibility; the buffers outlive the launch because they are only
-        // freed after a synchronize.
+        // `params` and copies that parameter's size from behind it. `GpuDevice` matched the
+        // number of arguments and each one's size against the code object's metadata, so every
+        // read stays inside `slots`, which outlives the call (the runtime copies the values when
+        // the launch is queued). The function handle (its module held by `kernel`) and the
+        // stream are live. That the arguments mean what the kernel expects, and that it stays
+        // inside the buffers, is the lab author's responsibility; the buffers outlive the launch
+        // because `GpuDevice` frees them only after a synchronize.
         let status = unsafe {
             (self.rt.module_launch_kernel)(
-                kernel.function,
+                kernel.function.function,
                 gx,
                 gy,
                 gz,
@@ -217,7 +204,7 @@ impl HipDevice {
                 by,
                 bz,
                 shape.shared_bytes,
-                self.stream,
+                self.stream.handle,
                 params_ptr,
                 ptr::null_mut(),
             )
@@ -226,15 +213,25 @@ impl HipDevice {
             DeviceError::of_kind(e.kind(), "launch", format!("kernel `{}`: {e}", kernel.name))
         })
     }
+}
 
-    /// The device pointer of a buffer, for a kernel argument.
-    fn buffer_ptr(
-        &self,
-        operation: &'static str,
-        id: BufferId,
-    ) -> Result<*mut c_void, DeviceError> {
-        self.buffer(operation, id).map(|buffer| buffer.ptr)
-    }
+/// Each argument's bytes at the start of an 8-byte slot, in the kernel's byte order (the host's);
+/// `check_kernel_args` made sure each parameter is exactly that argument's size.
+fn argument_slots(args: &[LaunchArg<'_, Buffer>]) -> Vec<[u8; 8]> {
+    args.iter()
+        .map(|arg| {
+            let mut slot = [0u8; 8];
+            match *arg {
+                LaunchArg::Buffer(buffer) => slot = (buffer.ptr as usize as u64).to_ne_bytes(),
+                LaunchArg::I32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
+                LaunchArg::U32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
+                LaunchArg::I64(v) => slot = v.to_ne_bytes(),
+                LaunchArg::U64(v) => slot = v.to_ne_bytes(),
+                LaunchArg::F32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
+            }
+            slot
+        })
+        .collect()
 }
 
 /// Refuses launches HIP cannot run, before the runtime answers a bare "invalid value": HIP
@@ -260,7 +257,7 @@ pub(super) fn check_shape(shape: &LaunchShape) -> Result<(), DeviceError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::backend::DeviceErrorKind;
+    use crate::backend::{BufferId, DeviceErrorKind, KernelArg};
 
     #[test]
     fn launches_past_two_to_the_32_work_items_are_refused() {

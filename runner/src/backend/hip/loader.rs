@@ -110,6 +110,9 @@ pub(super) struct Runtime {
     pub set_device: FnSetDevice,
     pub malloc: FnMalloc,
     pub free: FnFree,
+    /// `hipHostMalloc` and `hipHostFree`, where both exist: without them only the pinned copies
+    /// are refused.
+    pub host_memory: Option<(FnHostMalloc, FnFree)>,
     pub memcpy_async: FnMemcpyAsync,
     pub memset_d8_async: FnMemsetD8Async,
     pub mem_get_info: FnMemGetInfo,
@@ -157,6 +160,11 @@ impl Runtime {
                 })
         };
         // SAFETY: as above.
+        let host_memory = unsafe {
+            optional_symbol::<FnHostMalloc>(lib, c"hipHostMalloc")
+                .zip(optional_symbol::<FnFree>(lib, c"hipHostFree"))
+        };
+        // SAFETY: as above.
         unsafe {
             Ok(Runtime {
                 init: symbol(lib, f, c"hipInit")?,
@@ -171,6 +179,7 @@ impl Runtime {
                 set_device: symbol(lib, f, c"hipSetDevice")?,
                 malloc: symbol(lib, f, c"hipMalloc")?,
                 free: symbol(lib, f, c"hipFree")?,
+                host_memory,
                 memcpy_async: symbol(lib, f, c"hipMemcpyAsync")?,
                 memset_d8_async: symbol(lib, f, c"hipMemsetD8Async")?,
                 mem_get_info: symbol(lib, f, c"hipMemGetInfo")?,

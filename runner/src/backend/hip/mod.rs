@@ -41,11 +41,14 @@
 //!
 //! # Measuring
 //!
-//! All work is queued on one stream created by [`HipDevice::open`]; kernels are timed with HIP
-//! events recorded on it. `flush_l2` writes a scratch buffer of at least twice the larger of the
-//! L2 size and 256 MiB, so that MI300's 256 MiB Infinity Cache (which the L2 attribute does not
-//! include) is evicted too. Registers, scratch and LDS come from `hipFuncGetAttribute`, blocks
-//! per CU from `hipModuleOccupancyMaxActiveBlocksPerMultiprocessor`. On AMD, `NUM_REGS` counts
+//! [`HipDevice`] is [`GpuDevice`](crate::backend::gpu::GpuDevice) over the [`Hip`] primitives,
+//! so its tables, host staging, L2 flush and timing are the CUDA backend's. All work is queued on
+//! one stream created by [`HipDevice::open`]; kernels are timed with HIP events recorded on it.
+//! Pinned staging memory comes from `hipHostMalloc`. `flush_l2` writes a scratch buffer of at
+//! least twice the larger of the L2 size and 256 MiB, so that MI300's 256 MiB Infinity Cache
+//! (which the L2 attribute does not include) is evicted too. Registers, scratch and LDS come
+//! from `hipFuncGetAttribute`, blocks per CU from
+//! `hipModuleOccupancyMaxActiveBlocksPerMultiprocessor`. On AMD, `NUM_REGS` counts
 //! the vector registers (VGPRs) of one work-item.
 //!
 //! # Layers
@@ -53,8 +56,9 @@
 //! As in cudarc: `ffi` declares the C API, `loader` opens the libraries and resolves it,
 //! `result` turns a status into a typed error ([`HipError`]) whose [`classify`]d kind tells a
 //! sticky fault from a bad request, and `probe`, `compiler`, `device` and `kernels` are the safe
-//! layer: no raw handle leaves them. `metadata` reads a code object's kernel metadata with the
-//! `object` and `rmpv` crates and needs no library at all.
+//! layer: no raw handle leaves them, and each is an owning value freed in its `Drop`. `metadata`
+//! reads a code object's kernel metadata with the `object` and `rmpv` crates and needs no
+//! library at all.
 
 mod compiler;
 mod device;
@@ -66,7 +70,8 @@ mod probe;
 mod result;
 
 pub use compiler::{Hiprtc, hiprtc_options};
-pub use device::{HipDevice, flush_bytes};
+pub use device::{Buffer, Hip, HipDevice, Pinned, flush_bytes};
+pub use kernels::Function;
 pub use loader::{
     HIPRTC_LIBRARY_NAMES, RUNTIME_LIBRARY_NAMES, Unavailable, hiprtc_present, library_candidates,
     runtime_present,
