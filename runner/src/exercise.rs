@@ -140,7 +140,10 @@ impl CheckPlan {
     /// variants a check measures.
     pub fn learner_plan(&self, plan: &LabPlan) -> Result<LabPlan, String> {
         let learner = self.kernels.get(&self.learner.kernel_key).ok_or_else(|| {
-            format!("the learner's kernel `{}` is missing", self.learner.kernel_key)
+            format!(
+                "the learner's kernel `{}` is missing",
+                self.learner.kernel_key
+            )
         })?;
         Ok(plan
             .with_learner_kernel(

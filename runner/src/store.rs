@@ -149,7 +149,6 @@ mod tests {
     use kernelbook_core::expr::Params;
     use kernelbook_core::results::{DeviceInfo, FORMAT_VERSION, Provenance};
 
-
     fn kernels(source: &str) -> BTreeMap<String, KernelSource> {
         BTreeMap::from([(
             "copy_scalar".to_string(),

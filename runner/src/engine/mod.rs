@@ -152,9 +152,13 @@ impl Row<'_> {
     ) -> (VariantResult, Option<DeviceError>) {
         let plan = env.plan;
         let variant = self.variant;
-        let mut result = result_template(plan, variant, Outcome::Unavailable {
-            reason: String::new(),
-        });
+        let mut result = result_template(
+            plan,
+            variant,
+            Outcome::Unavailable {
+                reason: String::new(),
+            },
+        );
         let Some(op) = ops::on_device(&variant.op) else {
             return (result, None);
         };

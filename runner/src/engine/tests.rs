@@ -182,9 +182,20 @@ fn only_the_selected_variants_run_in_the_plans_order() {
         seed: 1,
         only: Some(vec!["wrong".into(), "memcpy".into()]),
     };
-    let run = super::run(&plan, &mut FakeDevice::new(), &FakeCompiler, &options, &mut Quiet)
-        .expect("measured");
-    let names: Vec<&str> = run.results.variants.iter().map(|v| v.name.as_str()).collect();
+    let run = super::run(
+        &plan,
+        &mut FakeDevice::new(),
+        &FakeCompiler,
+        &options,
+        &mut Quiet,
+    )
+    .expect("measured");
+    let names: Vec<&str> = run
+        .results
+        .variants
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
     assert_eq!(names, ["memcpy", "wrong"]);
 }
 
@@ -241,8 +252,17 @@ fn a_sticky_fault_stops_the_run_and_a_refused_launch_does_not() {
     ]);
     let run = measure(&mut FakeDevice::new(), &plan(FAULTS, &kernels), 1);
     assert_eq!(run.faulted.as_deref(), Some("faults"));
-    let names: Vec<&str> = run.results.variants.iter().map(|v| v.name.as_str()).collect();
-    assert_eq!(names, ["refused", "fine", "faults"], "`after` is left for a fresh process");
+    let names: Vec<&str> = run
+        .results
+        .variants
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        ["refused", "fine", "faults"],
+        "`after` is left for a fresh process"
+    );
     assert!(matches!(
         run.results.variants[0].outcome,
         Outcome::Failed { .. }
@@ -290,8 +310,14 @@ fn a_lab_larger_than_free_memory_names_the_lab_and_the_limit() {
     let kernels = BTreeMap::from([kernel("copy", "ok")]);
     let plan = plan(&copy_lab(1 << 28, "copy"), &kernels);
     let options = RunOptions::default();
-    let err = super::run(&plan, &mut FakeDevice::new(), &FakeCompiler, &options, &mut Quiet)
-        .expect_err("too big");
+    let err = super::run(
+        &plan,
+        &mut FakeDevice::new(),
+        &FakeCompiler,
+        &options,
+        &mut Quiet,
+    )
+    .expect_err("too big");
     let message = err.to_string();
     assert!(
         message.starts_with("lab `big`: its buffers need 2.00 GiB"),

@@ -5,12 +5,12 @@ use crate::plan::{TransposeOp, VariantPlan};
 
 impl VariantOp for TransposeOp {
     fn prepare(&self, env: &mut Env<'_>, variant: &VariantPlan) -> Result<Prepared, Refusal> {
-        let implementation = env
-            .device
-            .transpose_library()
-            .map_err(|reason| Refusal::Unavailable {
-                reason: reason.to_string(),
-            })?;
+        let implementation =
+            env.device
+                .transpose_library()
+                .map_err(|reason| Refusal::Unavailable {
+                    reason: reason.to_string(),
+                })?;
         let step = Step::Transpose {
             dst: env.buffer(self.dst)?,
             src: env.buffer(self.src)?,

@@ -131,7 +131,9 @@ pub struct Staging {
 pub enum Readback {
     Buffer(BufferId),
     /// The host staging buffer of a device-to-host copy.
-    Host { pinned: bool },
+    Host {
+        pinned: bool,
+    },
 }
 
 /// What the results table says about how a variant ran, besides its times.
@@ -158,7 +160,10 @@ pub struct Prepared {
 /// Why an operation cannot run here.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Refusal {
-    Failed { stage: FailureStage, message: String },
+    Failed {
+        stage: FailureStage,
+        message: String,
+    },
     /// A peer this machine does not have (a vendor library).
     Unavailable { reason: String },
 }

@@ -2,9 +2,8 @@
 //! problem found, at the lab file's line.
 
 use super::{
-    ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, HostCopyOp,
-    KernelBuild, KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, Target, TimingPlan,
-    TransposeOp, VariantPlan,
+    ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, HostCopyOp, KernelBuild,
+    KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, Target, TimingPlan, TransposeOp, VariantPlan,
 };
 use crate::references;
 use kernelbook_core::KernelSource;
@@ -234,7 +233,10 @@ impl PlanCompiler<'_> {
             return self.kernel_op(variant).map(OpPlan::Kernel);
         };
         let [dst, src] = match variant.args.as_slice() {
-            [dst, src] => [self.buffer_index(dst, &here)?, self.buffer_index(src, &here)?],
+            [dst, src] => [
+                self.buffer_index(dst, &here)?,
+                self.buffer_index(src, &here)?,
+            ],
             _ => {
                 return Err(self.lab.error_at(
                     &here,

@@ -100,7 +100,11 @@ fn the_key_is_stable_and_ignores_presentation_and_where_the_kernel_is_written() 
         .replace("access = \"coalesced\"", "access = \"fully coalesced\"");
     assert_eq!(base, key(&reworded, "a", &toolchain()), "a label does not");
     let moved = plan_of(LAB, &kernels_at("a", 40)).expect("plan");
-    assert_eq!(base, moved.key(&toolchain()), "moving the block down does not");
+    assert_eq!(
+        base,
+        moved.key(&toolchain()),
+        "moving the block down does not"
+    );
 }
 
 #[test]
@@ -119,7 +123,11 @@ fn the_key_changes_with_everything_that_changes_a_measurement() {
         let text = LAB.replace("[params]", &format!("[timing]\n{timing}\n\n[params]"));
         key(&text, "a", &toolchain())
     };
-    assert_ne!(base, with_timing("max_wall_s = 3"), "the lab's stopping rule");
+    assert_ne!(
+        base,
+        with_timing("max_wall_s = 3"),
+        "the lab's stopping rule"
+    );
     assert_eq!(
         base,
         with_timing("max_wall_s = 10"),
@@ -178,7 +186,10 @@ fn compile_error(text: &str) -> LabError {
 
 #[test]
 fn an_expression_that_overflows_names_the_file_and_line() {
-    let err = compile_error(&LAB.replace("len = \"n\"\nfill = \"random\"", "len = \"n * 9223372036854775807\"\nfill = \"random\""));
+    let err = compile_error(&LAB.replace(
+        "len = \"n\"\nfill = \"random\"",
+        "len = \"n * 9223372036854775807\"\nfill = \"random\"",
+    ));
     assert_eq!(err.file, Path::new("labs/copy.toml"));
     assert_eq!(err.line, 9, "{err}");
     assert!(err.message.contains("overflow"), "{err}");
@@ -203,7 +214,8 @@ fn a_grid_over_the_devices_limit_is_refused_at_the_variant() {
 
 #[test]
 fn an_argument_of_the_wrong_type_is_refused() {
-    let err = compile_error(&LAB.replace("\"dst\", \"src\", \"n\"", "\"dst\", \"src\", \"-n:u32\""));
+    let err =
+        compile_error(&LAB.replace("\"dst\", \"src\", \"n\"", "\"dst\", \"src\", \"-n:u32\""));
     assert!(err.message.contains("out of range"), "{err}");
     assert_eq!(err.line, 26, "{err}");
 }

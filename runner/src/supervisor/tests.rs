@@ -5,11 +5,10 @@ use super::*;
 use crate::engine::Quiet;
 use crate::plan::{Measurement, Target};
 use crate::protocol::Event;
+use kernelbook_core::KernelSource;
 use kernelbook_core::results::{FailureStage, Outcome};
 use kernelbook_core::spec::LabSpec;
-use kernelbook_core::KernelSource;
 use std::path::{Path, PathBuf};
-
 
 /// The measuring tests' lab: variants `memcpy`, `good`, `wrong` and `broken`.
 fn plan() -> LabPlan {
