@@ -1382,42 +1382,8 @@ impl fmt::Display for ArgSpec {
 mod tests {
     use super::*;
 
-    const COPY: &str = r#"
-name = "copy"
-title = "Copy"
-bytes = "2 * n * 4"
-ceiling = "memcpy"
-
-[params]
-n = 1024
-
-[[buffers]]
-name = "src"
-len = "n"
-fill = "random"
-
-[[buffers]]
-name = "dst"
-len = "n"
-fill = "poison"
-
-[check]
-reference = "copy"
-input = "src"
-output = "dst"
-
-[[variants]]
-name = "memcpy"
-builtin = "memcpy"
-args = ["dst", "src"]
-
-[[variants]]
-name = "scalar"
-kernel = "copy_scalar"
-grid = ["n / 256"]
-block = [256]
-args = ["dst", "src", "n"]
-"#;
+    /// The copy lab the tests share: a `memcpy` builtin and a `copy_scalar` kernel.
+    const COPY: &str = include_str!("../../labs/fixtures/copy.toml");
 
     fn parse(text: &str) -> Result<LabSpec, LabError> {
         LabSpec::parse(text, Path::new("labs/copy.toml"))
