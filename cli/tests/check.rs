@@ -51,75 +51,19 @@ extern "C" __global__ void copy_coalesced(float *__restrict__ dst,
 ```
 "#;
 
-const EXERCISE_LAB: &str = r#"name = "coalesce"
-title = "Exercise — coalesce a chunked copy"
-bytes = "2 * n * 4"
+/// The exercise: the chapter's two kernels, each thread on 32 floats of 2^24.
+const EXERCISE_LAB: &str = include_str!("../../labs/fixtures/coalesce.toml");
 
-[params]
-n = 16777216
-
-[[buffers]]
-name = "src"
-len = "n"
-fill = "random"
-
-[[buffers]]
-name = "dst"
-len = "n"
-fill = "poison"
-
-[check]
-reference = "copy"
-input = "src"
-output = "dst"
-
-[[variants]]
-name = "starter"
-kernel = "copy_chunked"
-grid = ["n / (256 * 32)"]
-block = [256]
-args = ["dst", "src", "n"]
-
-[[variants]]
-name = "solution"
-kernel = "copy_coalesced"
-grid = ["n / (256 * 32)"]
-block = [256]
-args = ["dst", "src", "n"]
-
-[exercise]
-starter = "starter"
-solution = "solution"
-min_speedup = 1.5
-"#;
-
-const PLAIN_LAB: &str = r#"name = "plain"
-title = "Not an exercise"
-bytes = "2 * n * 4"
-
-[params]
-n = 1024
-
-[[buffers]]
-name = "src"
-len = "n"
-fill = "random"
-
-[[buffers]]
-name = "dst"
-len = "n"
-fill = "poison"
-
-[check]
-reference = "copy"
-input = "src"
-output = "dst"
-
-[[variants]]
-name = "memcpy"
-builtin = "memcpy"
-args = ["dst", "src"]
-"#;
+/// A lab that is not an exercise: the shared copy lab, renamed `plain`, without its kernel
+/// variant (the book has no `copy_scalar`).
+fn plain_lab() -> String {
+    let copy = include_str!("../../labs/fixtures/copy.toml");
+    let (builtin_only, _) = copy
+        .split_once("\n[[variants]]\nname = \"scalar\"")
+        .expect("the copy lab's kernel variant");
+    assert!(builtin_only.contains("name = \"copy\"\n"), "{copy}");
+    builtin_only.replace("name = \"copy\"\n", "name = \"plain\"\n")
+}
 
 /// A book with the `coalesce` exercise and the `plain` lab, in a temp dir.
 fn exercise_book() -> tempfile::TempDir {
@@ -127,12 +71,13 @@ fn exercise_book() -> tempfile::TempDir {
     let root = dir.path();
     std::fs::create_dir_all(root.join("book/src")).expect("mkdir book/src");
     std::fs::create_dir_all(root.join("labs")).expect("mkdir labs");
+    let plain = plain_lab();
     for (path, text) in [
         ("book.toml", BOOK_TOML),
         ("book/src/SUMMARY.md", SUMMARY),
         ("book/src/coalesce.md", CHAPTER),
         ("labs/coalesce.toml", EXERCISE_LAB),
-        ("labs/plain.toml", PLAIN_LAB),
+        ("labs/plain.toml", plain.as_str()),
     ] {
         std::fs::write(root.join(path), text).expect("write the book");
     }

@@ -924,6 +924,20 @@ impl LabSpec {
     }
 
     fn validate(&self) -> Result<(), LabError> {
+        self.validate_name()?;
+        self.validate_buffers()?;
+        self.check_expr(&self.bytes, "bytes")?;
+        self.validate_timing()?;
+        self.validate_check(&self.check, "[check]")?;
+        self.validate_variants()?;
+        self.validate_summary_references()?;
+        self.validate_exercise()?;
+        self.validate_plot()?;
+        self.validate_ceiling()
+    }
+
+    /// The lab's name is letters, digits, `_` or `-`.
+    fn validate_name(&self) -> Result<(), LabError> {
         if self.name.is_empty()
             || !self
                 .name
@@ -938,6 +952,11 @@ impl LabSpec {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Buffer names are unique and their lengths evaluate.
+    fn validate_buffers(&self) -> Result<(), LabError> {
         let mut seen = BTreeSet::new();
         for buffer in &self.buffers {
             if !seen.insert(buffer.name.as_str()) {
@@ -948,7 +967,11 @@ impl LabSpec {
             }
             self.check_expr(&buffer.len, "buffer length")?;
         }
-        self.check_expr(&self.bytes, "bytes")?;
+        Ok(())
+    }
+
+    /// `[timing]`, if given, holds positive numbers.
+    fn validate_timing(&self) -> Result<(), LabError> {
         if let Some(timing) = &self.timing {
             let positive = |value: Option<f64>| value.is_none_or(|v| v.is_finite() && v > 0.0);
             if !positive(timing.target_rel_error) || !positive(timing.max_wall_s) {
@@ -958,7 +981,11 @@ impl LabSpec {
                 ));
             }
         }
-        self.validate_check(&self.check, "[check]")?;
+        Ok(())
+    }
+
+    /// At least one variant, each valid, no name twice.
+    fn validate_variants(&self) -> Result<(), LabError> {
         if self.variants.is_empty() {
             return Err(self.error_at("name", "a lab needs at least one [[variants]] entry"));
         }
@@ -972,6 +999,12 @@ impl LabSpec {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// Every variant that `ratios`, `ridge` and `levels` name exists, and the ridge's compute
+    /// variant declares `work`.
+    fn validate_summary_references(&self) -> Result<(), LabError> {
         let named = self
             .ratios
             .iter()
@@ -1002,52 +1035,69 @@ impl LabSpec {
                 ),
             ));
         }
-        if let Some(exercise) = &self.exercise {
-            for (role, name) in [
-                ("starter", &exercise.starter),
-                ("solution", &exercise.solution),
-            ] {
-                match self.variant(name) {
-                    Some(variant) if variant.kernel.is_some() => {}
-                    Some(_) => {
-                        return Err(self.error_at(
-                            "[exercise]",
-                            format!("the exercise's {role} `{name}` must be a kernel variant"),
-                        ));
-                    }
-                    None => {
-                        return Err(self.error_at(
-                            "[exercise]",
-                            format!("the exercise's {role} `{name}` is not a variant of this lab"),
-                        ));
-                    }
-                }
-            }
-            if !(exercise.min_speedup.is_finite() && exercise.min_speedup > 0.0) {
-                return Err(self.error_at(
-                    "min_speedup",
-                    format!(
-                        "min_speedup = {} must be a positive number",
-                        exercise.min_speedup
-                    ),
-                ));
-            }
-        }
-        if let Some(plot) = &self.plot {
-            for variant in &self.variants {
-                if let Some(x) = variant.plot_x
-                    && (!x.is_finite() || (plot.log2_x && x <= 0.0))
-                {
+        Ok(())
+    }
+
+    /// `[exercise]`, if given, names kernel variants and a positive `min_speedup`.
+    fn validate_exercise(&self) -> Result<(), LabError> {
+        let Some(exercise) = &self.exercise else {
+            return Ok(());
+        };
+        for (role, name) in [
+            ("starter", &exercise.starter),
+            ("solution", &exercise.solution),
+        ] {
+            match self.variant(name) {
+                Some(variant) if variant.kernel.is_some() => {}
+                Some(_) => {
                     return Err(self.error_at(
-                        &format!("\"{}\"", variant.name),
-                        format!(
-                            "variant `{}`: plot_x = {x} cannot be drawn on this plot",
-                            variant.name
-                        ),
+                        "[exercise]",
+                        format!("the exercise's {role} `{name}` must be a kernel variant"),
+                    ));
+                }
+                None => {
+                    return Err(self.error_at(
+                        "[exercise]",
+                        format!("the exercise's {role} `{name}` is not a variant of this lab"),
                     ));
                 }
             }
         }
+        if !(exercise.min_speedup.is_finite() && exercise.min_speedup > 0.0) {
+            return Err(self.error_at(
+                "min_speedup",
+                format!(
+                    "min_speedup = {} must be a positive number",
+                    exercise.min_speedup
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// With a `[plot]`, every variant's `plot_x` can be drawn on its axis.
+    fn validate_plot(&self) -> Result<(), LabError> {
+        let Some(plot) = &self.plot else {
+            return Ok(());
+        };
+        for variant in &self.variants {
+            if let Some(x) = variant.plot_x
+                && (!x.is_finite() || (plot.log2_x && x <= 0.0))
+            {
+                return Err(self.error_at(
+                    &format!("\"{}\"", variant.name),
+                    format!(
+                        "variant `{}`: plot_x = {x} cannot be drawn on this plot",
+                        variant.name
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `ceiling`, if given, names a variant of the lab.
+    fn validate_ceiling(&self) -> Result<(), LabError> {
         if let Some(ceiling) = &self.ceiling
             && self.variant(ceiling).is_none()
         {
@@ -1060,60 +1110,102 @@ impl LabSpec {
     }
 
     fn validate_variant(&self, variant: &VariantSpec) -> Result<(), LabError> {
-        let here = |message: String| self.error_at(&format!("\"{}\"", variant.name), message);
         match (&variant.kernel, variant.builtin) {
             (Some(_), Some(_)) => {
-                return Err(here(format!(
-                    "variant `{}` names both a kernel and a builtin; give one",
-                    variant.name
-                )));
+                return Err(self.variant_error(
+                    variant,
+                    format!(
+                        "variant `{}` names both a kernel and a builtin; give one",
+                        variant.name
+                    ),
+                ));
             }
             (None, None) => {
-                return Err(here(format!(
-                    "variant `{}` needs `kernel = \"...\"` or `builtin = \"memcpy\"`",
-                    variant.name
-                )));
-            }
-            (Some(_), None) => {
-                self.validate_dims(&variant.name, &variant.grid, &variant.block)?;
-                if let Some(bytes) = &variant.shared_bytes {
-                    self.check_expr(bytes, "shared_bytes")?;
-                }
-            }
-            (None, Some(builtin)) => {
-                let buffers: Vec<_> = variant
-                    .args
-                    .iter()
-                    .filter(|a| self.buffer(a).is_some())
-                    .collect();
-                if variant.args.len() != 2 || buffers.len() != 2 {
-                    return Err(here(format!(
-                        "builtin {} (variant `{}`) takes `args = [dst, src]`, two buffers",
-                        builtin.name(),
+                return Err(self.variant_error(
+                    variant,
+                    format!(
+                        "variant `{}` needs `kernel = \"...\"` or `builtin = \"memcpy\"`",
                         variant.name
-                    )));
-                }
-                if builtin.is_copy() && !matches!(self.check_for(variant), CheckSpec::Copy { .. }) {
-                    return Err(here(format!(
-                        "builtin {} (variant `{}`) copies: its check must be `reference = \"copy\"`",
-                        builtin.name(),
-                        variant.name
-                    )));
-                }
-                if !builtin.is_copy()
-                    && !matches!(self.check_for(variant), CheckSpec::Transpose { .. })
-                {
-                    return Err(here(format!(
-                        "builtin {} (variant `{}`) needs a transpose check, which gives the matrix's shape",
-                        builtin.name(),
-                        variant.name
-                    )));
-                }
+                    ),
+                ));
             }
+            (Some(_), None) => self.validate_kernel_launch(variant)?,
+            (None, Some(builtin)) => self.validate_builtin(variant, builtin)?,
         }
         if let Some(bytes) = &variant.bytes {
             self.check_expr(bytes, "bytes")?;
         }
+        self.validate_extra_launches(variant)?;
+        self.validate_defines(&variant.name, &variant.defines)?;
+        self.validate_script(variant)?;
+        if let Some(work) = self.work_for(variant) {
+            self.check_expr(&work.count, "work.count")?;
+        }
+        self.validate_counter(variant)?;
+        if let Some(check) = &variant.check {
+            self.validate_check(check, &format!("\"{}\"", variant.name))?;
+        }
+        self.args(variant)?;
+        Ok(())
+    }
+
+    /// An error about `variant`, at the line that names it.
+    fn variant_error(&self, variant: &VariantSpec, message: String) -> LabError {
+        self.error_at(&format!("\"{}\"", variant.name), message)
+    }
+
+    /// A kernel variant's grid, block and `shared_bytes` evaluate to a launch.
+    fn validate_kernel_launch(&self, variant: &VariantSpec) -> Result<(), LabError> {
+        self.validate_dims(&variant.name, &variant.grid, &variant.block)?;
+        if let Some(bytes) = &variant.shared_bytes {
+            self.check_expr(bytes, "shared_bytes")?;
+        }
+        Ok(())
+    }
+
+    /// A builtin takes `args = [dst, src]`, two buffers, and the check that fits it: a copy's
+    /// check for a copy, a transpose check (which gives the shape) for a transpose.
+    fn validate_builtin(&self, variant: &VariantSpec, builtin: Builtin) -> Result<(), LabError> {
+        let buffers: Vec<_> = variant
+            .args
+            .iter()
+            .filter(|a| self.buffer(a).is_some())
+            .collect();
+        if variant.args.len() != 2 || buffers.len() != 2 {
+            return Err(self.variant_error(
+                variant,
+                format!(
+                    "builtin {} (variant `{}`) takes `args = [dst, src]`, two buffers",
+                    builtin.name(),
+                    variant.name
+                ),
+            ));
+        }
+        if builtin.is_copy() && !matches!(self.check_for(variant), CheckSpec::Copy { .. }) {
+            return Err(self.variant_error(
+                variant,
+                format!(
+                    "builtin {} (variant `{}`) copies: its check must be `reference = \"copy\"`",
+                    builtin.name(),
+                    variant.name
+                ),
+            ));
+        }
+        if !builtin.is_copy() && !matches!(self.check_for(variant), CheckSpec::Transpose { .. }) {
+            return Err(self.variant_error(
+                variant,
+                format!(
+                    "builtin {} (variant `{}`) needs a transpose check, which gives the matrix's shape",
+                    builtin.name(),
+                    variant.name
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `setup` and `then` launches are valid, and only a kernel variant has them.
+    fn validate_extra_launches(&self, variant: &VariantSpec) -> Result<(), LabError> {
         for launch in variant.setup.iter().chain(&variant.then) {
             self.validate_dims(&variant.name, &launch.grid, &launch.block)?;
             if let Some(bytes) = &launch.shared_bytes {
@@ -1123,65 +1215,68 @@ impl LabSpec {
             self.validate_defines(&variant.name, &launch.defines)?;
         }
         if (!variant.setup.is_empty() || !variant.then.is_empty()) && variant.kernel.is_none() {
-            return Err(here(format!(
-                "variant `{}`: `setup` and `then` go with a kernel, not a builtin",
-                variant.name
-            )));
+            return Err(self.variant_error(
+                variant,
+                format!(
+                    "variant `{}`: `setup` and `then` go with a kernel, not a builtin",
+                    variant.name
+                ),
+            ));
         }
-        self.validate_defines(&variant.name, &variant.defines)?;
+        Ok(())
+    }
+
+    /// `script` is given exactly when the builtin is python_transpose.
+    fn validate_script(&self, variant: &VariantSpec) -> Result<(), LabError> {
         match (variant.builtin, &variant.script) {
-            (Some(Builtin::PythonTranspose), None) => {
-                return Err(here(format!(
+            (Some(Builtin::PythonTranspose), None) => Err(self.variant_error(
+                variant,
+                format!(
                     "variant `{}`: python_transpose needs `script = \"NAME\"`, a ```python kernel=NAME block",
                     variant.name
-                )));
-            }
-            (Some(Builtin::PythonTranspose), Some(_)) | (_, None) => {}
-            (_, Some(_)) => {
-                return Err(here(format!(
+                ),
+            )),
+            (Some(Builtin::PythonTranspose), Some(_)) | (_, None) => Ok(()),
+            (_, Some(_)) => Err(self.variant_error(
+                variant,
+                format!(
                     "variant `{}`: `script` goes with builtin = \"python_transpose\"",
                     variant.name
-                )));
-            }
+                ),
+            )),
         }
-        if let Some(work) = self.work_for(variant) {
-            self.check_expr(&work.count, "work.count")?;
+    }
+
+    /// The counter that applies to `variant`, if any, counts a positive `per` in a u64 buffer
+    /// of the lab.
+    fn validate_counter(&self, variant: &VariantSpec) -> Result<(), LabError> {
+        let Some(counter) = self.counter_for(variant) else {
+            return Ok(());
+        };
+        self.check_expr(&counter.per, "counter.per")?;
+        if counter.per.eval(&self.params).is_ok_and(|per| per <= 0) {
+            return Err(self.error_at(
+                counter.per.as_str(),
+                format!("counter.per `{}` must be positive", counter.per),
+            ));
         }
-        if let Some(counter) = self.counter_for(variant) {
-            self.check_expr(&counter.per, "counter.per")?;
-            if counter.per.eval(&self.params).is_ok_and(|per| per <= 0) {
-                return Err(self.error_at(
-                    counter.per.as_str(),
-                    format!("counter.per `{}` must be positive", counter.per),
-                ));
-            }
-            match self.buffer(&counter.buffer) {
-                Some(buffer) if buffer.elem == ElemType::U64 => {}
-                Some(_) => {
-                    return Err(self.error_at(
-                        &counter.buffer,
-                        format!(
-                            "counter buffer `{}` must have elem = \"u64\"",
-                            counter.buffer
-                        ),
-                    ));
-                }
-                None => {
-                    return Err(self.error_at(
-                        &counter.buffer,
-                        format!(
-                            "counter buffer `{}` is not a buffer of the lab",
-                            counter.buffer
-                        ),
-                    ));
-                }
-            }
+        match self.buffer(&counter.buffer) {
+            Some(buffer) if buffer.elem == ElemType::U64 => Ok(()),
+            Some(_) => Err(self.error_at(
+                &counter.buffer,
+                format!(
+                    "counter buffer `{}` must have elem = \"u64\"",
+                    counter.buffer
+                ),
+            )),
+            None => Err(self.error_at(
+                &counter.buffer,
+                format!(
+                    "counter buffer `{}` is not a buffer of the lab",
+                    counter.buffer
+                ),
+            )),
         }
-        if let Some(check) = &variant.check {
-            self.validate_check(check, &format!("\"{}\"", variant.name))?;
-        }
-        self.args(variant)?;
-        Ok(())
     }
 
     fn validate_dims(&self, variant: &str, grid: &[Expr], block: &[Expr]) -> Result<(), LabError> {
@@ -1287,42 +1382,8 @@ impl fmt::Display for ArgSpec {
 mod tests {
     use super::*;
 
-    const COPY: &str = r#"
-name = "copy"
-title = "Copy"
-bytes = "2 * n * 4"
-ceiling = "memcpy"
-
-[params]
-n = 1024
-
-[[buffers]]
-name = "src"
-len = "n"
-fill = "random"
-
-[[buffers]]
-name = "dst"
-len = "n"
-fill = "poison"
-
-[check]
-reference = "copy"
-input = "src"
-output = "dst"
-
-[[variants]]
-name = "memcpy"
-builtin = "memcpy"
-args = ["dst", "src"]
-
-[[variants]]
-name = "scalar"
-kernel = "copy_scalar"
-grid = ["n / 256"]
-block = [256]
-args = ["dst", "src", "n"]
-"#;
+    /// The copy lab the tests share: a `memcpy` builtin and a `copy_scalar` kernel.
+    const COPY: &str = include_str!("../../labs/fixtures/copy.toml");
 
     fn parse(text: &str) -> Result<LabSpec, LabError> {
         LabSpec::parse(text, Path::new("labs/copy.toml"))

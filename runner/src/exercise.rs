@@ -894,44 +894,12 @@ mod tests {
         ));
     }
 
-    const LAB: &str = r#"
-name = "coalesce"
-title = "Coalesce a chunked copy"
-bytes = "2 * n * 4"
-ceiling = "starter"
-[params]
-n = 1024
-[[buffers]]
-name = "src"
-len = "n"
-fill = "random"
-[[buffers]]
-name = "dst"
-len = "n"
-fill = "poison"
-[check]
-reference = "copy"
-input = "src"
-output = "dst"
-[[variants]]
-name = "starter"
-kernel = "copy_chunked"
-grid = ["n / 256"]
-block = [256]
-args = ["dst", "src", "n"]
-[[variants]]
-name = "solution"
-kernel = "copy_coalesced"
-grid = ["n / 256"]
-block = [256]
-args = ["dst", "src", "n"]
-[exercise]
-starter = "starter"
-solution = "solution"
-"#;
-
+    /// The shared exercise lab, with a small `n` (one block): the fake device copies on the host.
     fn lab() -> LabSpec {
-        LabSpec::parse(LAB, Path::new("labs/coalesce.toml")).expect("a valid lab")
+        let text = include_str!("../../labs/fixtures/coalesce.toml");
+        assert!(text.contains("n = 16777216\n"), "{text}");
+        let text = text.replace("n = 16777216\n", "n = 8192\n");
+        LabSpec::parse(&text, Path::new("labs/coalesce.toml")).expect("a valid lab")
     }
 
     fn book_kernels() -> BTreeMap<String, KernelSource> {

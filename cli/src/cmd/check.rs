@@ -262,40 +262,8 @@ fn status(outcome: &Outcome) -> String {
 mod tests {
     use super::*;
 
-    const LAB: &str = r#"
-name = "coalesce"
-title = "Coalesce a chunked copy"
-bytes = "2 * n * 4"
-[params]
-n = 1048576
-[[buffers]]
-name = "src"
-len = "n"
-fill = "random"
-[[buffers]]
-name = "dst"
-len = "n"
-fill = "poison"
-[check]
-reference = "copy"
-input = "src"
-output = "dst"
-[[variants]]
-name = "starter"
-kernel = "copy_chunked"
-grid = ["n / 8192"]
-block = [256]
-args = ["dst", "src", "n"]
-[[variants]]
-name = "solution"
-kernel = "copy_coalesced"
-grid = ["n / 8192"]
-block = [256]
-args = ["dst", "src", "n"]
-[exercise]
-starter = "starter"
-solution = "solution"
-"#;
+    /// The exercise lab the tests share.
+    const LAB: &str = include_str!("../../../labs/fixtures/coalesce.toml");
 
     /// A variant's JSON: measured in `median_ms`, or with `outcome` as given.
     fn variant(name: &str, kernel: &str, outcome: &str) -> String {

@@ -273,6 +273,9 @@ fn a_sticky_fault_stops_the_run_and_a_refused_launch_does_not() {
     ));
 }
 
+/// A copy lab sized for the memory and shared-memory limits, not the shared fixture
+/// (labs/fixtures/copy.toml): `n` and the kernel are the test's, one block with dynamic shared
+/// memory.
 fn copy_lab(n: i64, kernel: &str) -> String {
     format!(
         r#"
