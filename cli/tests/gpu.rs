@@ -466,3 +466,215 @@ fn results_for(
         None => panic!("one outcome per request"),
     }
 }
+
+// ---- Every child dies with its parent: the measuring child, the Python process and ncu. ----
+
+/// Which stand-in parent `role_a_parent_that_is_killed` plays.
+const ROLE: &str = "KERNELBOOK_TEST_ROLE";
+/// Where the stand-in parent keeps its lab file and cache.
+const ROLE_DIR: &str = "KERNELBOOK_TEST_ROLE_DIR";
+
+/// A lab whose only row spins until its time limit (120 s), and, `with_torch`, a PyTorch row,
+/// so that the build's Python process is started (and importing torch) while the kernel spins.
+fn spinning_lab(dir: &Path, with_torch: bool) -> (LabSpec, BTreeMap<String, KernelSource>) {
+    let hang = kernel(
+        "hang",
+        "volatile int *flag = (volatile int *)out; while (flag[0] == flag[0]) { }",
+    );
+    let (lab, kernels) = lab_on_disk(dir, "timeout_s = 120", &[("hang", &hang)]);
+    if !with_torch {
+        return (lab, kernels);
+    }
+    let mut text = std::fs::read_to_string(&lab.file).expect("lab file");
+    text.push_str(
+        "[[variants]]\nname = \"torch\"\nbuiltin = \"torch_transpose\"\nargs = [\"out\", \"in\"]\n",
+    );
+    std::fs::write(&lab.file, text).expect("lab file");
+    (LabSpec::load(&lab.file).expect("lab"), kernels)
+}
+
+/// Not a test on its own: the orphan tests run this test binary again with [`ROLE`] set, as a
+/// parent that measures (and so starts children) until it is killed.
+#[test]
+#[ignore = "a stand-in parent that the orphan tests start and then kill"]
+fn role_a_parent_that_is_killed() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    kernelbook_runner::process::end_children_on_signal().expect("signal handling");
+    let dir = PathBuf::from(std::env::var_os(ROLE_DIR).expect("the role's folder"));
+    let runner = isolated_runner(&dir);
+    loop {
+        let (lab, kernels) = match role.as_str() {
+            "spin" => spinning_lab(&dir, false),
+            "python" => spinning_lab(&dir, true),
+            _ => (real_lab("profile_transpose", &[]), book_kernels()),
+        };
+        let _ = runner.measure(&lab, &kernels, &mut Quiet);
+    }
+}
+
+/// One process of the process table.
+#[derive(Debug, Clone)]
+struct Proc {
+    pid: u32,
+    ppid: u32,
+    /// R, S, Z...: a zombie has ended and holds nothing but its table entry.
+    state: char,
+    cmdline: String,
+}
+
+fn process_table() -> Vec<Proc> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // The command name is in parentheses and may hold spaces: read after the last ')'.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let mut fields = rest.split_whitespace();
+            let state = fields.next()?.chars().next()?;
+            let ppid = fields.next()?.parse().ok()?;
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|raw| String::from_utf8_lossy(&raw).replace('\0', " "))
+                .unwrap_or_default();
+            Some(Proc {
+                pid,
+                ppid,
+                state,
+                cmdline,
+            })
+        })
+        .collect()
+}
+
+/// Every live descendant of `root`.
+fn descendants(root: u32) -> Vec<Proc> {
+    let table = process_table();
+    let mut found: Vec<Proc> = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for proc in table.iter().filter(|p| p.ppid == parent && p.state != 'Z') {
+            frontier.push(proc.pid);
+            found.push(proc.clone());
+        }
+    }
+    found
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = &stat[stat.rfind(')')? + 2..];
+            rest.chars().next()
+        })
+        .is_some_and(|state| state != 'Z')
+}
+
+/// Starts a stand-in parent in `role`, waits until one of its descendants matches `wanted`,
+/// sends the parent `signal`, and asserts that every descendant it had is gone within a second.
+fn children_die_with_their_parent(role: &str, signal: &str, wanted: &str) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut parent = std::process::Command::new(std::env::current_exe().expect("this test"))
+        .args([
+            "role_a_parent_that_is_killed",
+            "--exact",
+            "--ignored",
+            "--test-threads=1",
+        ])
+        .env(ROLE, role)
+        .env(ROLE_DIR, dir.path())
+        .env("KERNELBOOK_REPO", repo())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("the stand-in parent starts");
+    let pid = parent.id();
+    let started = Instant::now();
+    let family = loop {
+        let family = descendants(pid);
+        if family.iter().any(|p| p.cmdline.contains(wanted)) {
+            break family;
+        }
+        if started.elapsed().as_secs() > 180 {
+            let _ = parent.kill();
+            panic!("no `{wanted}` below the parent after 180 s: {family:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // Let the children settle into their work (the kernel spinning, torch importing).
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let family: Vec<Proc> = descendants(pid).into_iter().chain(family).collect();
+    eprintln!(
+        "{role}: killing the parent ({signal}) with {} descendants: {}",
+        family.len(),
+        family
+            .iter()
+            .map(|p| format!(
+                "{} {}",
+                p.pid,
+                p.cmdline.chars().take(60).collect::<String>()
+            ))
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    let status = std::process::Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let _ = parent.wait();
+    let killed = Instant::now();
+    loop {
+        let left: Vec<&Proc> = family.iter().filter(|p| alive(p.pid)).collect();
+        if left.is_empty() {
+            eprintln!(
+                "{role}/{signal}: every descendant gone {:?} after the parent",
+                killed.elapsed()
+            );
+            return;
+        }
+        assert!(
+            killed.elapsed().as_millis() < 1000,
+            "{role}/{signal}: still alive a second after the parent's death: {left:?}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_measuring_child_dies_with_its_parent() {
+    let Some(_gpu) = gpu_or_skip("a_measuring_child_dies_with_its_parent") else {
+        return;
+    };
+    for signal in ["KILL", "TERM", "INT"] {
+        children_die_with_their_parent("spin", signal, "__measure-lab");
+    }
+}
+
+#[test]
+fn the_python_process_dies_with_its_parent() {
+    let Some(_gpu) = gpu_or_skip("the_python_process_dies_with_its_parent") else {
+        return;
+    };
+    for signal in ["KILL", "TERM", "INT"] {
+        children_die_with_their_parent("python", signal, "python3");
+    }
+}
+
+#[test]
+fn ncu_dies_with_its_parent() {
+    let Some(_gpu) = gpu_or_skip("ncu_dies_with_its_parent") else {
+        return;
+    };
+    if kernelbook_runner::profile::find_ncu().is_none() {
+        skipped("SKIPPED ncu_dies_with_its_parent: no ncu on this machine");
+        return;
+    }
+    for signal in ["KILL", "TERM", "INT"] {
+        children_die_with_their_parent("ncu", signal, "ncu");
+    }
+}
