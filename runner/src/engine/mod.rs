@@ -20,7 +20,7 @@ pub use progress::{Progress, Quiet, StageLog};
 pub use results::{failed_result, lab_results, provenance, result_template};
 
 use crate::backend::{Compiler, Device, DeviceError};
-use crate::ops::{self, Env};
+use crate::ops::{self, Env, VariantOp};
 use crate::plan::{LabPlan, OpPlan, VariantPlan};
 use buffers::LabBuffers;
 use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
@@ -71,16 +71,16 @@ pub fn run(
     progress: &mut dyn Progress,
 ) -> Result<EngineRun, EngineError> {
     let started = Instant::now();
-    let selected: Vec<(usize, &VariantPlan)> = plan
+    let selected: Vec<(usize, &VariantPlan, &dyn VariantOp)> = plan
         .variants
         .iter()
         .enumerate()
-        .filter(|(_, v)| ops::on_device(&v.op).is_some())
         .filter(|(_, v)| options.only.as_ref().is_none_or(|o| o.contains(&v.name)))
+        .filter_map(|(index, v)| Some((index, v, ops::on_device(&v.op)?)))
         .collect();
     if selected
         .iter()
-        .any(|(_, v)| matches!(v.op, OpPlan::LibraryTranspose(_)))
+        .any(|(_, v, _)| matches!(v.op, OpPlan::LibraryTranspose(_)))
     {
         device.start_loading_transpose_library();
     }
@@ -89,11 +89,11 @@ pub fn run(
         plan.lab
     ));
     std::thread::scope(|scope| {
-        let builds = ops::kernel::builds_of(selected.iter().map(|(_, v)| *v));
+        let builds = ops::kernel::builds_of(selected.iter().map(|(_, v, _)| *v));
         let mut kernels = ops::kernel::Kernels::start(scope, plan, builds, compiler);
         let buffers = LabBuffers::prepare(plan, device, options.seed)?;
         let mut used = vec![false; plan.checks.len()];
-        for (_, variant) in &selected {
+        for (_, variant, _) in &selected {
             if let Some(slot) = used.get_mut(variant.check) {
                 *slot = true;
             }
@@ -105,7 +105,7 @@ pub fn run(
         let mut scratch = Vec::new();
         let mut variants = Vec::with_capacity(selected.len());
         let mut faulted = None;
-        for (index, variant) in selected {
+        for (index, variant, op) in selected {
             progress.variant(index, plan.variants.len(), &variant.name);
             let mut env = Env {
                 plan,
@@ -116,6 +116,7 @@ pub fn run(
             };
             let row = Row {
                 variant,
+                op,
                 expected: expected.get(variant.check).and_then(Option::as_deref),
                 poisoned: &poisoned,
             };
@@ -138,6 +139,7 @@ pub fn run(
 /// One variant's measurement.
 struct Row<'a> {
     variant: &'a VariantPlan,
+    op: &'a dyn VariantOp,
     expected: Option<&'a [u8]>,
     poisoned: &'a [crate::backend::BufferId],
 }
@@ -151,35 +153,50 @@ impl Row<'_> {
         progress: &mut dyn Progress,
     ) -> (VariantResult, Option<DeviceError>) {
         let plan = env.plan;
-        let variant = self.variant;
-        let mut result = result_template(
-            plan,
-            variant,
-            Outcome::Unavailable {
-                reason: String::new(),
-            },
-        );
-        let Some(op) = ops::on_device(&variant.op) else {
-            return (result, None);
-        };
-        let prepared = match op.prepare(env, variant) {
+        let prepared = match self.op.prepare(env, self.variant) {
             Ok(prepared) => prepared,
             Err(refusal) => {
-                result.outcome = refusal.into_outcome();
+                let result = result_template(plan, self.variant, refusal.into_outcome());
                 return (result, None);
             }
         };
-        let annotations = prepared.annotations.clone();
+        let (outcome, counter, error) =
+            match self.verify_and_time(env, &prepared, scratch, progress) {
+                Ok((outcome, counter)) => (outcome, counter, None),
+                Err(err) => {
+                    let outcome = Outcome::Failed {
+                        stage: FailureStage::Launch,
+                        message: err.to_string(),
+                    };
+                    (outcome, None, Some(err))
+                }
+            };
+        let mut result = result_template(plan, self.variant, outcome);
+        let annotations = prepared.annotations;
         result.compile_flags = annotations.compile_flags;
         result.launch = annotations.launch;
         result.resources = annotations.resources;
         result.implementation = annotations.implementation;
+        result.counter = counter;
+        (result, error)
+    }
+
+    /// Checks `prepared` against the variant's expected output, then times it.
+    fn verify_and_time(
+        &self,
+        env: &mut Env<'_>,
+        prepared: &ops::Prepared,
+        scratch: &mut Vec<u8>,
+        progress: &mut dyn Progress,
+    ) -> Result<(Outcome, Option<kernelbook_core::results::CounterResult>), DeviceError> {
+        let plan = env.plan;
+        let variant = self.variant;
         let (Some(check), Some(expected)) = (plan.checks.get(variant.check), self.expected) else {
-            result.outcome = Outcome::Failed {
+            let outcome = Outcome::Failed {
                 stage: FailureStage::Launch,
                 message: "the variant's check has no expected output".into(),
             };
-            return (result, None);
+            return Ok((outcome, None));
         };
         let elem = plan
             .buffers
@@ -200,29 +217,15 @@ impl Row<'_> {
             flush_l2: variant.flush_l2,
             counter,
         };
-        let measured = sample::verify_and_time(
+        sample::verify_and_time(
             env.device,
-            &prepared,
+            prepared,
             self.poisoned,
             &expectation,
             &sampling,
             scratch,
             progress,
-        );
-        match measured {
-            Ok((outcome, counter)) => {
-                result.outcome = outcome;
-                result.counter = counter;
-                (result, None)
-            }
-            Err(err) => {
-                result.outcome = Outcome::Failed {
-                    stage: FailureStage::Launch,
-                    message: err.to_string(),
-                };
-                (result, Some(err))
-            }
-        }
+        )
     }
 }
 

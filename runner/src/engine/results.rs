@@ -15,7 +15,6 @@ pub fn result_template(plan: &LabPlan, variant: &VariantPlan, outcome: Outcome) 
     let other_kernels = match &variant.op {
         OpPlan::Kernel(op) => op
             .launches()
-            .filter(|launch| !std::ptr::eq(*launch, &op.main))
             .filter_map(|launch| plan.build(launch))
             .filter(|build| Some(build.key.as_str()) != main.map(|m| m.key.as_str()))
             .map(|build| (build.key.clone(), build.source.source_hash()))

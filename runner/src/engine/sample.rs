@@ -1,6 +1,7 @@
 //! Verify, then time: one variant's check on freshly poisoned output, its warm-up runs, and
 //! samples taken until the stopping rule is satisfied.
 
+use super::Progress;
 use crate::backend::{BufferId, Device, DeviceError, Op};
 use crate::ops::{Prepared, Readback};
 use crate::plan::{CounterPlan, TimingPlan};
@@ -9,8 +10,6 @@ use kernelbook_core::results::{CounterResult, Outcome};
 use kernelbook_core::spec::ElemType;
 use kernelbook_core::stats::Summary;
 use std::time::Instant;
-
-use super::Progress;
 
 /// What a variant's check compares against.
 #[derive(Debug, Clone, Copy)]

@@ -81,25 +81,23 @@ impl Kernels {
         }
     }
 
-    /// Build `index` loaded on `device` (compiled now if it was not among those started).
+    /// Build `index` loaded on `device`, once: a build several launches share is loaded for
+    /// the first and reused.
     fn load(
         &mut self,
         plan: &LabPlan,
         index: usize,
         device: &mut dyn Device,
-        compiler: Option<&dyn Compiler>,
     ) -> Result<Loaded, Refusal> {
         if let Some(loaded) = self.loaded.get(&index) {
             return loaded.clone();
         }
-        let image = match (self.take_image(index), compiler) {
-            (Some(image), _) => image,
-            (None, Some(compiler)) => compile_build(plan, index, compiler),
-            (None, None) => Err(CompileError::Compiler(format!(
-                "build {index} of lab `{}` was not compiled",
+        let image = self.take_image(index).unwrap_or_else(|| {
+            Err(CompileError::Compiler(format!(
+                "build {index} of lab `{}` was not among those compiled for the selected variants",
                 plan.lab
-            ))),
-        };
+            )))
+        });
         let loaded = load_image(plan, index, image, device);
         self.loaded.insert(index, loaded.clone());
         loaded
@@ -194,7 +192,7 @@ impl VariantOp for KernelOp {
 
 /// A launch loaded and checked against the device's limits, with what the table says of it.
 fn launch_step(env: &mut Env<'_>, launch: &LaunchPlan) -> Result<(Step, Annotations), Refusal> {
-    let loaded = env.kernels.load(env.plan, launch.build, env.device, None)?;
+    let loaded = env.kernels.load(env.plan, launch.build, env.device)?;
     let shape = LaunchShape {
         grid: launch.grid,
         block: launch.block,

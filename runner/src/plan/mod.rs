@@ -292,7 +292,7 @@ impl LabPlan {
         self.builds.get(launch.build)
     }
 
-    /// The fingerprint of every kernel `variant` launches, its own first.
+    /// The build of `variant`'s own kernel (not its setup or later stages), if it runs one.
     pub fn kernel_of(&self, variant: &VariantPlan) -> Option<&KernelBuild> {
         match &variant.op {
             OpPlan::Kernel(op) => self.build(&op.main),
