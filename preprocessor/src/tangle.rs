@@ -244,9 +244,14 @@ fn other_kernel_files(
     Ok(names)
 }
 
-/// Compares `dir` with `expected`; reads `dir` only.
+/// Compares `dir` with `expected`; reads `dir` only. An error where `dir` is a symbolic link or
+/// not a folder.
 pub fn diff(dir: &Path, expected: &BTreeMap<String, String>) -> std::io::Result<TangleDiff> {
     let mut diff = TangleDiff::default();
+    if !dir_exists(dir)? {
+        diff.missing = expected.keys().cloned().collect();
+        return Ok(diff);
+    }
     let earlier = earlier_forms(expected);
     for (name, contents) in expected {
         match inspect(&dir.join(name), &earlier)? {
@@ -255,9 +260,6 @@ pub fn diff(dir: &Path, expected: &BTreeMap<String, String>) -> std::io::Result<
             Found::Output(_) => diff.outdated.push(name.clone()),
             Found::Other { why, .. } => diff.blocked.push((name.clone(), why)),
         }
-    }
-    if !dir_exists(dir)? {
-        return Ok(diff);
     }
     for name in other_kernel_files(dir, expected)? {
         match inspect(&dir.join(&name), &earlier)? {

@@ -3,6 +3,7 @@
 //! tangle output are replaced or removed; anything else is named, with why, and left alone.
 
 use crate::project::{Context, Project};
+use anyhow::Context as _;
 use mdbook_kernelbook::tangle;
 use std::process::ExitCode;
 
@@ -18,10 +19,11 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let dir = ctx.root.join("kernels");
     let expected = tangle::tangled_files(&project.index);
     let diff = if args.check {
-        tangle::diff(&dir, &expected)?
+        tangle::diff(&dir, &expected)
     } else {
-        tangle::write(&dir, &expected)?
-    };
+        tangle::write(&dir, &expected)
+    }
+    .with_context(|| format!("tangling the book's kernels into {}", dir.display()))?;
     let verb = if args.check { "would" } else { "did" };
     for name in &diff.missing {
         println!("{verb} create kernels/{name}");

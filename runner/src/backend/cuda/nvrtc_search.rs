@@ -23,8 +23,8 @@ pub struct NvrtcSearch {
     pub explicit: Option<PathBuf>,
     /// `VIRTUAL_ENV`.
     pub virtual_env: Option<PathBuf>,
-    /// Folders that may hold `.venv-nvrtc` or `.venv`: the working folder, the program's, and
-    /// their parents.
+    /// Folders that may hold `.venv-nvrtc` or `.venv`: the project's root, the working folder,
+    /// the program's, and their parents.
     pub project_dirs: Vec<PathBuf>,
     /// The user's Python base (`PYTHONUSERBASE`, else `$HOME/.local`).
     pub user_base: Option<PathBuf>,
@@ -32,12 +32,24 @@ pub struct NvrtcSearch {
     pub cuda_homes: Vec<PathBuf>,
     /// `/`, where the system's site-packages and `/usr/local/cuda` are looked for.
     pub root: PathBuf,
+    /// The site-packages folders `python3` itself reports (pyenv, conda and the like), asked
+    /// only where nothing else is found ([`NvrtcSearch::with_python_sites`]).
+    pub python_sites: Vec<PathBuf>,
 }
 
 fn env_path(name: &str) -> Option<PathBuf> {
     std::env::var_os(name)
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+}
+
+/// The project's root folder, where its `.venv-nvrtc` is looked for first.
+static PROJECT_ROOT: OnceLock<PathBuf> = OnceLock::new();
+
+/// Says where the project is (the CLI's `--root`), before NVRTC is first looked for.
+pub fn set_project_root(root: &Path) {
+    let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    let _ = PROJECT_ROOT.set(root);
 }
 
 /// `dir` and its parents.
@@ -48,7 +60,7 @@ fn with_parents(dir: &Path) -> impl Iterator<Item = PathBuf> + '_ {
 impl NvrtcSearch {
     /// The search for this process.
     pub fn from_env() -> NvrtcSearch {
-        let mut project_dirs: Vec<PathBuf> = Vec::new();
+        let mut project_dirs: Vec<PathBuf> = PROJECT_ROOT.get().cloned().into_iter().collect();
         if let Ok(cwd) = std::env::current_dir() {
             project_dirs.extend(with_parents(&cwd));
         }
@@ -69,7 +81,28 @@ impl NvrtcSearch {
                 .filter_map(|name| env_path(name))
                 .collect(),
             root: PathBuf::from("/"),
+            python_sites: Vec::new(),
         }
+    }
+
+    /// The same search with the site-packages folders `python3` on the `PATH` reports (its own
+    /// and the user's); unchanged where there is no `python3`.
+    pub fn with_python_sites(mut self) -> NvrtcSearch {
+        let script =
+            "import site\nfor p in site.getsitepackages() + [site.getusersitepackages()]: print(p)";
+        let output = std::process::Command::new("python3")
+            .args(["-I", "-c", script])
+            .stdin(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .output();
+        if let Some(output) = output.ok().filter(|o| o.status.success()) {
+            self.python_sites = String::from_utf8_lossy(&output.stdout)
+                .lines()
+                .filter(|line| !line.is_empty())
+                .map(PathBuf::from)
+                .collect();
+        }
+        self
     }
 
     /// Every existing `libnvrtc.so.13` the search finds, best first, each once.
@@ -98,6 +131,7 @@ impl NvrtcSearch {
             sites.extend(python_dirs(&lib, "dist-packages"));
             sites.extend(python_dirs(&lib, "site-packages"));
         }
+        sites.extend(self.python_sites.iter().cloned());
         dirs.extend(sites.iter().map(|site| site.join(WHEEL_LIB_DIR)));
         for home in self
             .cuda_homes
@@ -159,11 +193,30 @@ fn builtins_beside(nvrtc: &Path) -> Option<PathBuf> {
 /// The library loaded from a candidate path, kept open for the life of the process.
 static PRELOADED: OnceLock<Option<(PathBuf, Vec<libloading::Library>)>> = OnceLock::new();
 
+/// The library [`preload`] opened, if it did.
+pub fn preloaded() -> Option<&'static Path> {
+    PRELOADED.get()?.as_ref().map(|(path, _)| path.as_path())
+}
+
+/// Gives a child of this process (the measuring child, through ncu too) the NVRTC this one
+/// found off the library path, so that it need not look again (and finds it however it was
+/// found: `--root` names a project elsewhere).
+pub fn pass_to_child(command: &mut std::process::Command) {
+    if let Some(path) = preloaded() {
+        command.env("KERNELBOOK_NVRTC", path);
+    }
+}
+
 /// Opens the first candidate that loads (its builtins first), once per process; returns its path.
+/// `python3` is asked for its site-packages only where the search finds nothing without it.
 pub fn preload(search: NvrtcSearch) -> Option<&'static Path> {
     PRELOADED
         .get_or_init(|| {
-            search.candidates().into_iter().find_map(|path| {
+            let mut candidates = search.candidates();
+            if candidates.is_empty() {
+                candidates = search.with_python_sites().candidates();
+            }
+            candidates.into_iter().find_map(|path| {
                 let mut libs = Vec::new();
                 if let Some(builtins) = builtins_beside(&path) {
                     // SAFETY: loading NVRTC's own builtins library runs no code of ours; its
@@ -224,6 +277,7 @@ mod tests {
             user_base: Some(at("home/.local")),
             cuda_homes: vec![at("cuda-13.0")],
             root: at("root"),
+            python_sites: Vec::new(),
         };
         assert_eq!(
             search.candidates(),
@@ -242,7 +296,15 @@ mod tests {
             explicit: Some(user.clone()),
             ..search.clone()
         };
-        assert_eq!(explicit.candidates(), [user.clone()]);
+        assert_eq!(explicit.candidates(), std::slice::from_ref(&user));
+        let pyenv = wheel(&at("pyenv/lib/python3.11/site-packages"));
+        touch(&pyenv);
+        let python = NvrtcSearch {
+            python_sites: vec![at("pyenv/lib/python3.11/site-packages")],
+            root: at("nowhere"),
+            ..NvrtcSearch::default()
+        };
+        assert_eq!(python.candidates(), [pyenv]);
         let nothing = NvrtcSearch {
             root: at("nowhere"),
             ..NvrtcSearch::default()
