@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/practice/llm-connection.md:123. Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/practice/llm-connection.md:123 (sha256 32201d3d2c57d29c). Edit the book, not this file.
 __device__ unsigned dropout_hash(unsigned seed, unsigned i) {
     unsigned h = i ^ (seed * 0x9E3779B9u);
     h ^= h >> 16; h *= 0x85EBCA6Bu;

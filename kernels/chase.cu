@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/hierarchy-on-your-gpu.md:16. Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/hierarchy-on-your-gpu.md:16 (sha256 d49b4b59ef007757). Edit the book, not this file.
 // The order the chain visits its slots: an odd multiply and an xor-shift, twice, which
 // permutes 0..nodes-1 (nodes a power of two) and scatters neighbours. The runner's CPU
 // reference computes the same order to check where the chase ends.

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/hierarchy-on-your-gpu.md:52. Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/hierarchy-on-your-gpu.md:52 (sha256 e7e074f4a1fff529). Edit the book, not this file.
 __device__ unsigned long long chase_slot(unsigned long long k, unsigned long long nodes) {
     unsigned long long mask = nodes - 1;
     int bits = __popcll(mask);

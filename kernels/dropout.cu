@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/practice/llm-connection.md:102. Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/practice/llm-connection.md:102 (sha256 1b2341a6781906b1). Edit the book, not this file.
 // Stateless dropout hash (murmur3's 32-bit finaliser of the index, mixed with the seed).
 __device__ unsigned dropout_hash(unsigned seed, unsigned i) {
     unsigned h = i ^ (seed * 0x9E3779B9u);

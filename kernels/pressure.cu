@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/register-pressure.md:24. Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/register-pressure.md:24 (sha256 ba2392c6f97efbaf). Edit the book, not this file.
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1        // set with -DMIN_BLOCKS=N
 #endif

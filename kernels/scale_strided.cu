@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-coalesce.md:18. Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-coalesce.md:18 (sha256 1d58681f1be71fde). Edit the book, not this file.
 #define PER_THREAD 32
 
 // Starter: each thread scales its own contiguous run of PER_THREAD elements.

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/stretch-tile-sweep.md:21. Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/stretch-tile-sweep.md:21 (sha256 42c0817823fd531e). Edit the book, not this file.
 // Padded transpose, TILE x TILE tiles, blocks of TILE x BLOCK_ROWS threads.
 // Build with e.g. -DTILE=16 -DBLOCK_ROWS=8. Grid: (n / TILE, n / TILE); n a multiple of TILE.
 #ifndef TILE

@@ -72,6 +72,7 @@ fn main() -> ExitCode {
         }
         None => BackendChoice::Auto,
     };
+    kernelbook_runner::backend::cuda::nvrtc_search::set_project_root(&cli.root);
     let ctx = project::Context {
         root: cli.root,
         backend: device,

@@ -186,7 +186,7 @@ fn nvrtc_compiles_every_kernel_of_the_book_for_hopper() {
     if !cuda::nvrtc_present() {
         assert!(
             std::env::var_os("KERNELBOOK_REQUIRE_NVRTC").is_none(),
-            "KERNELBOOK_REQUIRE_NVRTC is set but libnvrtc.so.13 could not be loaded (LD_LIBRARY_PATH?)"
+            "KERNELBOOK_REQUIRE_NVRTC is set but libnvrtc.so.13 could not be loaded (not on the library path nor in .venv-nvrtc or a site-packages)"
         );
         skipped(
             "SKIPPED nvrtc_compiles_every_kernel_of_the_book_for_hopper: NVRTC is not installed here",

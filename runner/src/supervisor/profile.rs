@@ -76,7 +76,7 @@ pub(super) fn profile_lab(
             .map(|f| regex_escape(f))
             .collect::<Vec<_>>()
             .join("|");
-        let command = command(
+        let mut command = command(
             &ncu,
             &metrics,
             &format!("^({filter})$"),
@@ -84,6 +84,7 @@ pub(super) fn profile_lab(
             exe,
             &[OsString::from(crate::protocol::CHILD_ARG)],
         );
+        crate::backend::cuda::nvrtc_search::pass_to_child(&mut command);
         let limit = plan.timeout() * batch.len().max(1) as u32 + Duration::from_secs(120);
         let fatal = keep_counters(&mut run, &batch, profile_with_input(command, &body, limit));
         if fatal {

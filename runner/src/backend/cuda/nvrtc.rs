@@ -26,9 +26,20 @@ pub unsafe fn disable_compute_cache() {
     }
 }
 
-/// Whether the NVRTC library (`libnvrtc.so.13` or a compatible one) can be loaded.
+/// Whether the NVRTC library (`libnvrtc.so.13` or a compatible one) can be loaded: from the
+/// library path, else from where pip or the CUDA toolkit put it ([`nvrtc_search`]), which is then
+/// opened by its full path so that cudarc's open by name finds it.
+///
+/// [`nvrtc_search`]: super::nvrtc_search
 pub fn nvrtc_present() -> bool {
     // SAFETY: a dlopen attempt of the candidate names, nothing else.
+    if unsafe { nvrtc_sys::is_culib_present() } {
+        return true;
+    }
+    if super::nvrtc_search::preload(super::nvrtc_search::NvrtcSearch::from_env()).is_none() {
+        return false;
+    }
+    // SAFETY: as above.
     unsafe { nvrtc_sys::is_culib_present() }
 }
 

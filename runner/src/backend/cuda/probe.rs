@@ -28,7 +28,13 @@ pub enum Unavailable {
     NoDriver,
     #[error("the CUDA driver reports no GPU")]
     NoDevice,
-    #[error("NVRTC (libnvrtc.so.13) could not be loaded")]
+    /// Neither on the library path nor where [`nvrtc_search`](super::nvrtc_search) looks.
+    #[error(
+        "NVRTC (libnvrtc.so.13) could not be loaded: it is not on the library path, in a \
+         virtualenv, in .venv-nvrtc, nor in the user's or the system's site-packages; install it \
+         with {}",
+        super::nvrtc_search::INSTALL_HINT
+    )]
     NoCompiler,
     #[error("GPU {ordinal} was asked for, but the CUDA driver reports only {count}")]
     NoSuchGpu { ordinal: usize, count: i32 },
