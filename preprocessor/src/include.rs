@@ -55,10 +55,10 @@ impl Annotated {
         if s.is_empty() {
             return;
         }
-        if self.text.is_empty() || self.text.ends_with('\n') {
-            if let Some(last) = self.lines.last_mut() {
-                *last = origin.clone();
-            }
+        if (self.text.is_empty() || self.text.ends_with('\n'))
+            && let Some(last) = self.lines.last_mut()
+        {
+            *last = origin.clone();
         }
         for (i, part) in s.split('\n').enumerate() {
             if i > 0 {

@@ -115,7 +115,7 @@ fn marked(chapter: &str) -> Option<String> {
 /// A chapter's block structure: containers, headings, tables and code blocks (with their code),
 /// each list's tightness; then all text outside code, without whitespace. HTML is left out
 /// (that is what the preprocessor inserts); paragraphs too (a lab's HTML ends one).
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct Outline {
     blocks: Vec<String>,
     /// Each list's looseness, where its items show it (a paragraph in an item: loose; text
@@ -127,20 +127,29 @@ struct Outline {
 }
 
 fn outline(markdown: &str) -> Outline {
-    let mut out = Outline {
-        blocks: Vec::new(),
-        loose: Vec::new(),
-        text: String::new(),
-        leaked: Vec::new(),
-    };
-    let mut code: Option<String> = None;
-    // For each open list: its index in `blocks` and whether it is loose; for each open
-    // container, whether it is a list item.
-    let mut lists: Vec<usize> = Vec::new();
-    let mut items: Vec<bool> = Vec::new();
-    // Paragraphs, headings, titles and cells open (text in one is not directly in an item).
-    let mut leaves = 0usize;
+    let mut reader = OutlineReader::default();
     for event in Parser::new_ext(markdown, Options::all()) {
+        reader.follow(event);
+    }
+    reader.out
+}
+
+/// Reads a parse into an [`Outline`].
+#[derive(Default)]
+struct OutlineReader {
+    out: Outline,
+    /// The code block being read.
+    code: Option<String>,
+    /// For each open list, its index in `out.loose`.
+    lists: Vec<usize>,
+    /// For each open container, whether it is a list item.
+    items: Vec<bool>,
+    /// Paragraphs, headings, titles and cells open (text in one is not directly in an item).
+    leaves: usize,
+}
+
+impl OutlineReader {
+    fn follow(&mut self, event: Event<'_>) {
         let leaf = matches!(
             event,
             Event::Start(
@@ -156,25 +165,23 @@ fn outline(markdown: &str) -> Outline {
                     | TagEnd::TableCell
             )
         );
-        let direct_in_item = leaves == 0 && items.last() == Some(&true);
-        leaves = (leaves + usize::from(leaf)).saturating_sub(usize::from(leaf_end));
+        let direct_in_item = self.leaves == 0 && self.items.last() == Some(&true);
+        self.leaves = (self.leaves + usize::from(leaf)).saturating_sub(usize::from(leaf_end));
+        let out = &mut self.out;
         match event {
-            Event::Start(Tag::CodeBlock(_)) => code = Some(String::new()),
+            Event::Start(Tag::CodeBlock(_)) => self.code = Some(String::new()),
             Event::End(TagEnd::CodeBlock) => {
-                let body = code.take().unwrap_or_default();
+                let body = self.code.take().unwrap_or_default();
                 if body.contains("kernelbook") {
                     out.leaked.push(body.clone());
                 }
                 out.blocks.push(format!("code {body:?}"));
             }
-            Event::Text(text) | Event::Code(text) => match code.as_mut() {
+            Event::Text(text) | Event::Code(text) => match self.code.as_mut() {
                 Some(body) => body.push_str(&text),
                 None => {
-                    if direct_in_item {
-                        if let Some(&list) = lists.last() {
-                            out.loose[list].get_or_insert(false);
-                        }
-                    }
+                    self.shows_looseness(direct_in_item, false);
+                    let out = &mut self.out;
                     if text.contains("kernelbook") {
                         out.leaked.push(text.to_string());
                     }
@@ -183,35 +190,20 @@ fn outline(markdown: &str) -> Outline {
                 }
             },
             Event::Start(Tag::List(start)) => {
-                lists.push(out.loose.len());
+                self.lists.push(out.loose.len());
                 out.loose.push(None);
                 out.blocks.push(format!("list {start:?}"));
             }
             Event::End(TagEnd::List(_)) => {
-                lists.pop();
+                self.lists.pop();
                 out.blocks.push("/list".into());
             }
-            Event::Start(Tag::Paragraph) => {
-                if direct_in_item {
-                    if let Some(&list) = lists.last() {
-                        out.loose[list] = Some(true);
-                    }
-                }
-            }
+            Event::Start(Tag::Paragraph) => self.shows_looseness(direct_in_item, true),
             Event::Start(tag) => {
-                let container = matches!(
-                    tag,
-                    Tag::BlockQuote(_)
-                        | Tag::Item
-                        | Tag::FootnoteDefinition(_)
-                        | Tag::DefinitionListDefinition
-                );
-                if container {
-                    items.push(matches!(tag, Tag::Item));
+                if is_container(&tag) {
+                    self.items.push(matches!(tag, Tag::Item));
                 }
-                if let Some(name) = block_name(&tag) {
-                    out.blocks.push(name);
-                }
+                out.blocks.extend(block_name(&tag));
             }
             Event::End(tag) => {
                 if matches!(
@@ -221,16 +213,34 @@ fn outline(markdown: &str) -> Outline {
                         | TagEnd::FootnoteDefinition
                         | TagEnd::DefinitionListDefinition
                 ) {
-                    items.pop();
+                    self.items.pop();
                 }
-                if !matches!(tag, TagEnd::Paragraph | TagEnd::HtmlBlock) && is_block(&tag) {
+                if is_block(&tag) {
                     out.blocks.push(format!("/{tag:?}"));
                 }
             }
             _ => {}
         }
     }
-    out
+
+    /// A paragraph directly in an item shows its list loose, text directly in one tight.
+    fn shows_looseness(&mut self, direct_in_item: bool, loose: bool) {
+        if let (true, Some(&list)) = (direct_in_item, self.lists.last()) {
+            let shown = &mut self.out.loose[list];
+            if loose {
+                *shown = Some(true);
+            } else {
+                shown.get_or_insert(false);
+            }
+        }
+    }
+}
+
+fn is_container(tag: &Tag<'_>) -> bool {
+    matches!(
+        tag,
+        Tag::BlockQuote(_) | Tag::Item | Tag::FootnoteDefinition(_) | Tag::DefinitionListDefinition
+    )
 }
 
 fn block_name(tag: &Tag<'_>) -> Option<String> {
