@@ -29,6 +29,9 @@ static ANCHOR_END: LazyLock<Option<Regex>> =
 pub struct Annotated {
     pub text: String,
     pub lines: Vec<SourceLocation>,
+    /// Where an escaped link (`\{{#lab x}}`, shown as written) now stands: mdBook has taken
+    /// the backslash away, and the text there is to be shown, not expanded.
+    pub escaped: Vec<usize>,
 }
 
 impl Annotated {
@@ -46,6 +49,7 @@ impl Annotated {
         Annotated {
             text: String::new(),
             lines: vec![origin],
+            escaped: Vec::new(),
         }
     }
 
@@ -109,20 +113,24 @@ fn expand_at(src: &Annotated, dir: &Path, shown_dir: &Path, depth: usize) -> Opt
         let replacement = match (cap.get(1), cap.get(2)) {
             (Some(kind), Some(rest)) => match kind.as_str() {
                 "title" => Some(Annotated::empty(src.lines.first()?.clone())),
-                "include" => match rest.as_str().split_whitespace().next() {
-                    Some(arg) => {
-                        if depth >= MAX_DEPTH {
-                            return None;
+                kind @ ("include" | "rustdoc_include") => {
+                    match rest.as_str().split_whitespace().next() {
+                        Some(arg) => {
+                            if depth >= MAX_DEPTH {
+                                return None;
+                            }
+                            let rustdoc = kind == "rustdoc_include";
+                            include(arg, rustdoc, dir, shown_dir, depth)?
                         }
-                        include(arg, dir, shown_dir, depth)?
+                        None => continue,
                     }
-                    None => continue,
-                },
-                "rustdoc_include" | "playground" | "playpen" => return None,
+                }
+                "playground" | "playpen" => return None,
                 _ => continue,
             },
             _ if whole.as_str().starts_with('\\') => {
                 out.copy_from(src, copied..whole.start());
+                out.escaped.push(out.text.len());
                 out.copy_from(src, whole.start() + 1..whole.end());
                 copied = whole.end();
                 continue;
@@ -132,7 +140,9 @@ fn expand_at(src: &Annotated, dir: &Path, shown_dir: &Path, depth: usize) -> Opt
         out.copy_from(src, copied..whole.start());
         copied = whole.end();
         if let Some(included) = replacement {
+            let at = out.text.len();
             out.copy_from(&included, 0..included.text.len());
+            out.escaped.extend(included.escaped.iter().map(|e| at + e));
         } else {
             // mdBook leaves a link it cannot read in the page as written.
             out.copy_from(src, whole.start()..whole.end());
@@ -143,8 +153,15 @@ fn expand_at(src: &Annotated, dir: &Path, shown_dir: &Path, depth: usize) -> Opt
 }
 
 /// The lines `arg` (`FILE`, `FILE:N`, `FILE:N:M`, `FILE:ANCHOR`...) names, themselves expanded;
-/// `Some(None)` when the file cannot be read (mdBook then leaves the link as written).
-fn include(arg: &str, dir: &Path, shown_dir: &Path, depth: usize) -> Option<Option<Annotated>> {
+/// `Some(None)` when the file cannot be read (mdBook then leaves the link as written). A
+/// `rustdoc_include` keeps the other lines too, hidden behind `# `.
+fn include(
+    arg: &str,
+    rustdoc: bool,
+    dir: &Path,
+    shown_dir: &Path,
+    depth: usize,
+) -> Option<Option<Annotated>> {
     let (path, selection) = arg
         .split_once(':')
         .map_or((arg, None), |(p, s)| (p, Some(s)));
@@ -154,18 +171,34 @@ fn include(arg: &str, dir: &Path, shown_dir: &Path, depth: usize) -> Option<Opti
         return Some(None);
     };
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
-    let taken = match parse_selection(selection) {
-        Selection::Lines(start, end) => lines
+    let taken = match (parse_selection(selection), rustdoc) {
+        (Selection::Lines(start, end), false) => lines
             .iter()
             .skip(start)
             .take(end.map_or(usize::MAX, |e| e.saturating_sub(start)))
-            .copied()
+            .map(|&(n, l)| (n, l.to_string()))
             .collect(),
-        Selection::Anchor(anchor) => anchored(&lines, anchor)?,
+        (Selection::Lines(start, end), true) => lines
+            .iter()
+            .map(|&(n, l)| {
+                let shown = n > start && end.is_none_or(|e| n <= e);
+                (
+                    n,
+                    if shown {
+                        l.to_string()
+                    } else {
+                        format!("# {l}")
+                    },
+                )
+            })
+            .collect(),
+        (Selection::Anchor(anchor), false) => anchored(&lines, anchor)?,
+        (Selection::Anchor(anchor), true) => rustdoc_anchored(&lines, anchor)?,
     };
     let mut piece = Annotated {
         text: String::new(),
         lines: Vec::new(),
+        escaped: Vec::new(),
     };
     for (i, (n, line)) in taken.iter().enumerate() {
         if i > 0 {
@@ -219,9 +252,32 @@ fn parse_selection(selection: Option<&str>) -> Selection<'_> {
     }
 }
 
+/// mdBook's `take_rustdoc_include_anchored_lines`: every line but the anchors', those outside
+/// the anchor behind `# `.
+fn rustdoc_anchored(lines: &[(usize, &str)], anchor: &str) -> Option<Vec<(usize, String)>> {
+    let (start_re, end_re) = (ANCHOR_START.as_ref()?, ANCHOR_END.as_ref()?);
+    let mut kept = Vec::new();
+    let mut within = false;
+    for &(n, line) in lines {
+        if within {
+            match end_re.captures(line) {
+                Some(cap) if &cap["anchor_name"] == anchor => within = false,
+                Some(_) => {}
+                None if !start_re.is_match(line) => kept.push((n, line.to_string())),
+                None => {}
+            }
+        } else if let Some(cap) = start_re.captures(line) {
+            within = &cap["anchor_name"] == anchor;
+        } else if !end_re.is_match(line) {
+            kept.push((n, format!("# {line}")));
+        }
+    }
+    Some(kept)
+}
+
 /// mdBook's `take_anchored_lines`: the lines between `ANCHOR: name` and `ANCHOR_END: name`,
 /// without any anchor line.
-fn anchored<'a>(lines: &[(usize, &'a str)], anchor: &str) -> Option<Vec<(usize, &'a str)>> {
+fn anchored(lines: &[(usize, &str)], anchor: &str) -> Option<Vec<(usize, String)>> {
     let (start_re, end_re) = (ANCHOR_START.as_ref()?, ANCHOR_END.as_ref()?);
     let mut kept = Vec::new();
     let mut found = false;
@@ -230,7 +286,7 @@ fn anchored<'a>(lines: &[(usize, &'a str)], anchor: &str) -> Option<Vec<(usize, 
             match end_re.captures(line) {
                 Some(cap) if &cap["anchor_name"] == anchor => break,
                 Some(_) => {}
-                None if !start_re.is_match(line) => kept.push((n, line)),
+                None if !start_re.is_match(line) => kept.push((n, line.to_string())),
                 None => {}
             }
         } else if start_re
@@ -290,6 +346,19 @@ mod tests {
         assert_eq!(
             out.origin(3).map(ToString::to_string).as_deref(),
             Some("src/part.md:4")
+        );
+        let escaped = Annotated::of_file("a \\{{#lab x}}", Path::new("src/ch.md"));
+        let out = expand(&escaped, dir.path(), Path::new("src")).expect("expands");
+        assert_eq!(
+            (out.text.as_str(), out.escaped.as_slice()),
+            ("a {{#lab x}}", &[2][..])
+        );
+        let rustdoc = Annotated::of_file("{{#rustdoc_include part.md:2}}", Path::new("src/ch.md"));
+        let out = expand(&rustdoc, dir.path(), Path::new("src")).expect("expands");
+        assert!(out.text.starts_with("# p1\np2\n# <!--"), "{}", out.text);
+        assert_eq!(
+            out.origin(2).map(ToString::to_string).as_deref(),
+            Some("src/part.md:2")
         );
         let unsupported = Annotated::of_file("{{#playground x.rs}}", Path::new("src/ch.md"));
         assert_eq!(expand(&unsupported, dir.path(), Path::new("src")), None);

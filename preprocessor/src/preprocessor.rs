@@ -3,10 +3,10 @@
 
 use crate::include::{self, Annotated};
 use crate::render::{Templates, lab_view, planned_view};
-use crate::scan::{BookIndex, ChapterScan, Directive, ScanError, continuation_prefix};
+use crate::scan::{BookIndex, ChapterScan, Directive, Origins, ScanError, continuation_prefix};
 use anyhow::{Context, bail};
+use kernelbook_core::KernelSource;
 use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
-use kernelbook_core::{KernelSource, SourceLocation};
 use kernelbook_runner::engine::Progress;
 use kernelbook_runner::{LabOutcome, LabRequest, Runner};
 use mdbook_preprocessor::book::{Book, BookItem};
@@ -193,9 +193,9 @@ pub fn index_book(book: &Book, src_dir: &Path) -> Result<BookIndex, Vec<ScanErro
     BookIndex::build(chapters.iter().map(|(p, c)| (p.as_path(), *c)))
 }
 
-/// A chapter to scan: the path it is shown under, the text to scan, and where each line of
-/// that text came from (`None`: all from the chapter, line for line).
-type ChapterText = (PathBuf, String, Option<Vec<SourceLocation>>);
+/// A chapter to scan: the path it is shown under, the text to scan, and where that text came
+/// from (`None`: all from the chapter, line for line).
+type ChapterText = (PathBuf, String, Option<Annotated>);
 
 /// Scans the chapters of `book` with their `{{#include}}`s expanded, each kernel block and
 /// directive located in the file it was written in (an included file's own line). Where the
@@ -219,11 +219,13 @@ pub fn index_book_at(
             ))
         })
         .collect();
-    BookIndex::build_lines(
-        chapters
-            .iter()
-            .map(|(p, c, lines)| (p.as_path(), c.as_str(), lines.as_deref())),
-    )
+    BookIndex::build_lines(chapters.iter().map(|(p, c, expanded)| {
+        let origins = expanded.as_ref().map(|x| Origins {
+            lines: &x.lines,
+            escaped: &x.escaped,
+        });
+        (p.as_path(), c.as_str(), origins)
+    }))
 }
 
 /// What to scan of one chapter whose file is `disk` (shown as `shown`) and whose content is
@@ -239,7 +241,7 @@ fn chapter_text(disk: &Path, shown: &Path, content: &str, includes: Includes) ->
     };
     match includes {
         Includes::Unexpanded => match expand(content) {
-            Some(expanded) => (shown.to_path_buf(), expanded.text, Some(expanded.lines)),
+            Some(expanded) => (shown.to_path_buf(), expanded.text.clone(), Some(expanded)),
             None => (shown.to_path_buf(), content.to_string(), None),
         },
         Includes::Expanded => {
@@ -248,7 +250,7 @@ fn chapter_text(disk: &Path, shown: &Path, content: &str, includes: Includes) ->
                 None => None,
                 Some(written) if written == content => None,
                 Some(written) => match expand(written) {
-                    Some(expanded) if expanded.text == content => Some(expanded.lines),
+                    Some(expanded) if expanded.text == content => Some(expanded),
                     _ => {
                         eprintln!(
                             "kernelbook: warning: {}: the chapter's {{{{#include}}}}s could not be followed line for line; \

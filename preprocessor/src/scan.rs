@@ -66,21 +66,30 @@ pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError
     scan(&Chapter {
         content,
         file,
-        lines: None,
+        origins: None,
     })
 }
 
-/// Scans a chapter whose lines came from several files (its `{{#include}}`s expanded):
-/// `lines[k]` is where line `k + 1` of `content` came from. Locations name those files.
+/// Where the text of a chapter whose `{{#include}}`s were expanded came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Origins<'a> {
+    /// `lines[k]` is where line `k + 1` came from.
+    pub lines: &'a [SourceLocation],
+    /// Offsets of escaped links (`\{{#lab x}}` as written): shown as text, not expanded.
+    pub escaped: &'a [usize],
+}
+
+/// Scans a chapter whose lines came from several files (its `{{#include}}`s expanded).
+/// Locations name those files.
 pub fn scan_chapter_lines(
     content: &str,
     file: &Path,
-    lines: &[SourceLocation],
+    origins: Origins<'_>,
 ) -> Result<ChapterScan, ScanError> {
     scan(&Chapter {
         content,
         file,
-        lines: Some(lines),
+        origins: Some(origins),
     })
 }
 
@@ -98,7 +107,7 @@ struct Chapter<'a> {
     content: &'a str,
     file: &'a Path,
     /// Where each line came from, when not all from `file`.
-    lines: Option<&'a [SourceLocation]>,
+    origins: Option<Origins<'a>>,
 }
 
 impl Chapter<'_> {
@@ -107,7 +116,9 @@ impl Chapter<'_> {
     }
 
     fn at_line(&self, line: usize) -> SourceLocation {
-        let mapped = self.lines.and_then(|lines| lines.get(line.checked_sub(1)?));
+        let mapped = self
+            .origins
+            .and_then(|origins| origins.lines.get(line.checked_sub(1)?));
         mapped.cloned().unwrap_or_else(|| SourceLocation {
             file: self.file.to_path_buf(),
             line,
@@ -333,7 +344,10 @@ fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<Directive>,
     while let Some(found) = content[search_from..].find(DIRECTIVE_OPEN) {
         let start = search_from + found;
         search_from = start + DIRECTIVE_OPEN.len();
-        if code_ranges.iter().any(|r| r.contains(&start)) {
+        let escaped = chapter
+            .origins
+            .is_some_and(|origins| origins.escaped.contains(&start));
+        if escaped || code_ranges.iter().any(|r| r.contains(&start)) {
             continue;
         }
         if let Some(mut directive) = parse_directive(chapter, start)? {
@@ -480,13 +494,13 @@ impl BookIndex {
     /// Like [`build`](Self::build), with where each line of a chapter came from where its
     /// `{{#include}}`s were expanded ([`scan_chapter_lines`]).
     pub fn build_lines<'a>(
-        chapters: impl IntoIterator<Item = (&'a Path, &'a str, Option<&'a [SourceLocation]>)>,
+        chapters: impl IntoIterator<Item = (&'a Path, &'a str, Option<Origins<'a>>)>,
     ) -> Result<BookIndex, Vec<ScanError>> {
         let mut index = BookIndex::default();
         let mut errors = Vec::new();
-        for (path, content, lines) in chapters {
-            let scanned = match lines {
-                Some(lines) => scan_chapter_lines(content, path, lines),
+        for (path, content, origins) in chapters {
+            let scanned = match origins {
+                Some(origins) => scan_chapter_lines(content, path, origins),
                 None => scan_chapter(content, path),
             };
             match scanned {
