@@ -8,7 +8,7 @@ use kernelbook_runner::backend::BackendChoice;
 use kernelbook_runner::plan::Measurement;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_driver::MDBook;
-use mdbook_kernelbook::preprocessor::{Labs, labs_dir, load_book_parts};
+use mdbook_kernelbook::preprocessor::{Includes, Labs, labs_dir, load_book_parts};
 use mdbook_kernelbook::scan::BookIndex;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,7 +35,13 @@ impl Project {
         let book = MDBook::load(root)
             .with_context(|| format!("loading the book at {}", root.display()))?;
         let labs_dir = labs_dir(root, &book.config)?;
-        let (index, labs) = load_book_parts(&book.book, &book.config.book.src, &labs_dir)?;
+        let (index, labs) = load_book_parts(
+            &book.book,
+            root,
+            &book.config.book.src,
+            &labs_dir,
+            Includes::Unexpanded,
+        )?;
         Ok(Project {
             root: root.to_path_buf(),
             book,

@@ -322,3 +322,88 @@ fn without_rocm_an_amd_device_is_reported_unavailable_in_one_line() {
         "no live results on this machine: no AMD GPU runtime found (libamdhip64.so could not be loaded); `kernelbook build` shows the recorded ones"
     );
 }
+
+#[test]
+fn a_directive_in_an_included_file_is_expanded() {
+    let book = real_book();
+    let chapter = book.path().join("book/src/labs/lab2-transpose.md");
+    let content = std::fs::read_to_string(&chapter).expect("chapter");
+    let fence = "```cuda kernel=transpose_naive\n";
+    let start = content.find(fence).expect("the naive kernel");
+    let end = start
+        + fence.len()
+        + content[start + fence.len()..]
+            .find("```\n")
+            .expect("its end")
+        + 4;
+    let block = &content[start..end];
+    // The kernel block and the directive move to a file the chapter includes, at line 3 and on.
+    let part = format!("Included.\n\n{block}\n{{{{#lab transpose}}}}\n");
+    std::fs::write(book.path().join("book/src/labs/transpose-parts.md"), &part).expect("write");
+    let moved = content.replacen(block, "", 1).replacen(
+        "{{#lab transpose}}",
+        "{{#include transpose-parts.md}}",
+        1,
+    );
+    std::fs::write(&chapter, &moved).expect("write");
+
+    let output = kernelbook(book.path(), &["build", "--recorded"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let html = std::fs::read_to_string(book.path().join("target/book/labs/lab2-transpose.html"))
+        .expect("page");
+    assert!(
+        html.contains("id=\"lab-transpose\""),
+        "the included directive shows the lab"
+    );
+    assert!(!html.contains("{{#lab") && !html.contains("{{#include"));
+    // The kernel is reported where it is written: the included file's line after its fence.
+    assert!(
+        html.contains("<code>book/src/labs/transpose-parts.md:4</code>"),
+        "the caption names the included file's line"
+    );
+    assert!(
+        !html.contains("predate edits"),
+        "the kernel found in the included file is the recorded one"
+    );
+    // The commands that read the book without building it find the included kernel too.
+    let output = kernelbook(book.path(), &["list"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("transpose_naive"));
+}
+
+#[test]
+fn strict_fails_on_a_recording_of_edited_kernels() {
+    let book = real_book();
+    let chapter = book.path().join("book/src/labs/lab2-transpose.md");
+    let content = std::fs::read_to_string(&chapter).expect("chapter");
+    let edited = content.replacen(
+        "extern \"C\" __global__ void transpose_naive(",
+        "// edited since the recording\nextern \"C\" __global__ void transpose_naive(",
+        1,
+    );
+    assert_ne!(edited, content);
+    std::fs::write(&chapter, &edited).expect("write");
+    // The failure is reported at the first directive showing the lab (chapters in path order).
+    let first = "book/src/exercises/padded-transpose.md";
+    let line = std::fs::read_to_string(book.path().join(first))
+        .expect("chapter")
+        .lines()
+        .position(|l| l.contains("{{#lab transpose}}"))
+        .expect("the directive")
+        + 1;
+
+    // Without --strict the page says the numbers predate the edit, as before.
+    let output = kernelbook(book.path(), &["build", "--recorded"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let html = std::fs::read_to_string(book.path().join("target/book/labs/lab2-transpose.html"))
+        .expect("page");
+    assert!(html.contains("predate edits"), "the page says so");
+
+    let output = kernelbook(book.path(), &["build", "--recorded", "--strict"]);
+    assert!(!output.status.success(), "a strict build fails");
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!("{first}:{line}: lab `transpose`: the recorded numbers were measured before edits to `transpose_naive`")),
+        "{stderr}"
+    );
+}

@@ -1,8 +1,9 @@
 //! The mdBook preprocessor: scans the book, loads the labs, gets each lab's results from the
 //! runner and replaces every `{{#lab NAME}}` with the rendered results.
 
+use crate::include::{self, Annotated};
 use crate::render::{Templates, lab_view, planned_view};
-use crate::scan::{BookIndex, ChapterScan, ScanError};
+use crate::scan::{BookIndex, ChapterScan, Directive, Origins, ScanError, continuation_prefix};
 use anyhow::{Context, bail};
 use kernelbook_core::KernelSource;
 use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
@@ -142,15 +143,26 @@ pub fn check_kernel_refs(labs: &BTreeMap<String, LabSpec>, index: &BookIndex) ->
         .collect()
 }
 
+/// Whether a book's chapters still hold their `{{#include}}`s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Includes {
+    /// As written (`MDBook::load`): they are expanded here, as mdBook's `links` will.
+    Unexpanded,
+    /// Expanded by mdBook's `links` already (the preprocessor runs after it).
+    Expanded,
+}
+
 /// Everything the book defines, checked: its kernels (scanned from `book`'s chapters, shown
-/// under `src_dir`) and its labs (from `labs_dir`), with every lab naming only kernels the book
-/// has. Every problem found is reported, each with its file and line.
+/// under `src_dir`, read from `root`) and its labs (from `labs_dir`), with every lab naming only
+/// kernels the book has. Every problem found is reported, each with its file and line.
 pub fn load_book_parts(
     book: &Book,
+    root: &Path,
     src_dir: &Path,
     labs_dir: &Path,
+    includes: Includes,
 ) -> anyhow::Result<(BookIndex, Labs)> {
-    let index = index_book(book, src_dir).map_err(|errors| {
+    let index = index_book_at(book, root, src_dir, includes).map_err(|errors| {
         anyhow::anyhow!(
             "{}",
             errors
@@ -168,7 +180,8 @@ pub fn load_book_parts(
     Ok((index, labs))
 }
 
-/// Scans the chapters of `book` (paths shown under the book's source folder).
+/// Scans the chapters of `book` as they are (paths shown under the book's source folder),
+/// without looking at `{{#include}}`s.
 pub fn index_book(book: &Book, src_dir: &Path) -> Result<BookIndex, Vec<ScanError>> {
     let chapters: Vec<(PathBuf, &str)> = book
         .chapters()
@@ -178,6 +191,79 @@ pub fn index_book(book: &Book, src_dir: &Path) -> Result<BookIndex, Vec<ScanErro
         })
         .collect();
     BookIndex::build(chapters.iter().map(|(p, c)| (p.as_path(), *c)))
+}
+
+/// A chapter to scan: the path it is shown under, the text to scan, and where that text came
+/// from (`None`: all from the chapter, line for line).
+type ChapterText = (PathBuf, String, Option<Annotated>);
+
+/// Scans the chapters of `book` with their `{{#include}}`s expanded, each kernel block and
+/// directive located in the file it was written in (an included file's own line). Where the
+/// expansion mdBook made cannot be repeated line for line, locations are lines of the expanded
+/// chapter, and a warning says so.
+pub fn index_book_at(
+    book: &Book,
+    root: &Path,
+    src_dir: &Path,
+    includes: Includes,
+) -> Result<BookIndex, Vec<ScanError>> {
+    let chapters: Vec<ChapterText> = book
+        .chapters()
+        .filter_map(|ch| {
+            let path = ch.source_path.as_ref().or(ch.path.as_ref())?;
+            Some(chapter_text(
+                &root.join(src_dir).join(path),
+                &src_dir.join(path),
+                &ch.content,
+                includes,
+            ))
+        })
+        .collect();
+    BookIndex::build_lines(chapters.iter().map(|(p, c, expanded)| {
+        let origins = expanded.as_ref().map(|x| Origins {
+            lines: &x.lines,
+            escaped: &x.escaped,
+        });
+        (p.as_path(), c.as_str(), origins)
+    }))
+}
+
+/// What to scan of one chapter whose file is `disk` (shown as `shown`) and whose content is
+/// `content`.
+fn chapter_text(disk: &Path, shown: &Path, content: &str, includes: Includes) -> ChapterText {
+    let parent = |p: &Path| p.parent().map(Path::to_path_buf).unwrap_or_default();
+    let expand = |written: &str| {
+        include::expand(
+            &Annotated::of_file(written, shown),
+            &parent(disk),
+            &parent(shown),
+        )
+    };
+    match includes {
+        Includes::Unexpanded => match expand(content) {
+            Some(expanded) => (shown.to_path_buf(), expanded.text.clone(), Some(expanded)),
+            None => (shown.to_path_buf(), content.to_string(), None),
+        },
+        Includes::Expanded => {
+            let written = std::fs::read_to_string(disk).ok();
+            let lines = match written.as_deref() {
+                None => None,
+                Some(written) if written == content => None,
+                Some(written) => match expand(written) {
+                    Some(expanded) if expanded.text == content => Some(expanded),
+                    _ => {
+                        eprintln!(
+                            "kernelbook: warning: {}: the chapter's {{{{#include}}}}s could not be followed line for line; \
+                             places in it are given as lines of the chapter with its includes expanded",
+                            shown.display()
+                        );
+                        None
+                    }
+                },
+            };
+            (shown.to_path_buf(), content.to_string(), lines)
+        }
+    }
 }
 
 impl KernelbookPreprocessor {
@@ -318,33 +404,160 @@ fn edit_chapters(
         let Some(scan) = index.chapters.get(&src_dir.join(path)) else {
             return;
         };
-        chapter.content = apply_edits(&chapter.content, chapter_edits(scan, rendered));
+        let edits = chapter_edits(&chapter.content, scan, rendered);
+        chapter.content = apply_edits(&chapter.content, edits);
     });
 }
 
 /// The edits of one chapter: each directive's lab HTML, and each kernel block highlighted as
-/// C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives.
-fn chapter_edits(
+/// C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives. Inside a
+/// block quote or list item, every inserted line carries the container's prefix and no blank
+/// line is added, so the container (and a tight list's tightness) stays as written.
+pub fn chapter_edits(
+    content: &str,
     scan: &ChapterScan,
     rendered: &BTreeMap<String, String>,
 ) -> Vec<(Range<usize>, String)> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
-    for directive in &scan.directives {
+    for (i, directive) in scan.directives.iter().enumerate() {
         if let Some(html) = rendered.get(&directive.lab) {
-            edits.push((directive.range.clone(), format!("\n\n{html}\n\n")));
+            // Directives side by side on one line share the line of HTML.
+            let neighbours = (
+                i.checked_sub(1)
+                    .and_then(|p| scan.directives.get(p))
+                    .map(|d| d.range.end),
+                scan.directives.get(i + 1).map(|d| d.range.start),
+            );
+            edits.push(lab_edit(content, directive, html, neighbours));
         }
     }
     for block in &scan.kernels {
         edits.push((block.info_range.clone(), "cpp".into()));
         let caption = format!(
-            "<p class=\"kernelbook-kernel\">Kernel <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.cu</code></p>\n\n",
+            "<p class=\"kernelbook-kernel\">Kernel <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.cu</code></p>",
             block.kernel.name,
-            escape_html(&block.kernel.origin.to_string()),
+            escape_html(&block.kernel.origin.to_string()).replace(['\n', '\r'], " "),
             block.kernel.name
         );
-        edits.push((block.range.start..block.range.start, caption));
+        let prefix = &block.place.prefix;
+        let inserted = if block.place.in_container {
+            // An HTML comment opens a block that ends on its own line: no blank line needed.
+            format!("<!-- kernelbook -->{caption}\n{prefix}")
+        } else {
+            format!("{caption}\n{}\n{prefix}", prefix.trim_end())
+        };
+        edits.push((block.range.start..block.range.start, inserted));
     }
     edits
+}
+
+/// The edit that replaces `directive` with its lab's `html`; `neighbours` are where the
+/// directives before and after it end and start.
+///
+/// Inside a container, the HTML is one line led by a comment (a block that ends with its line,
+/// so no blank line is needed); text after the directive starts a new paragraph. Known limit,
+/// as at the top level: lines of the same paragraph after the directive are read afresh, so a
+/// lazy continuation line that looks like a table or an indented block becomes one.
+fn lab_edit(
+    content: &str,
+    directive: &Directive,
+    html: &str,
+    neighbours: (Option<usize>, Option<usize>),
+) -> (Range<usize>, String) {
+    let range = directive.range.clone();
+    if !directive.place.in_container {
+        return (range, format!("\n\n{html}\n\n"));
+    }
+    let prefix = &directive.place.prefix;
+    let line_start = content[..range.start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = content[range.end..]
+        .find('\n')
+        .map_or(content.len(), |i| range.end + i);
+    let after_prev = neighbours
+        .0
+        .filter(|&end| end >= line_start && end <= range.start);
+    let until_next = neighbours
+        .1
+        .filter(|&start| start >= range.end && start <= line_end)
+        .unwrap_or(line_end);
+    let before = &content[line_start..range.start];
+    let (start, mut out) =
+        if after_prev.is_some_and(|end| content[end..range.start].trim().is_empty()) {
+            // Right after another lab on this line: on the same line of HTML.
+            (range.start, String::new())
+        } else if continuation_prefix(content, range.start) == *prefix {
+            // Only the containers' markers stand before it (`- `, `> `): the HTML takes its place.
+            (range.start, String::new())
+        } else if before.chars().all(|c| c == '>' || c.is_whitespace()) {
+            // A continuation line (or a lazy one): rewrite its markers as the container's.
+            (line_start, prefix.clone())
+        } else {
+            (range.start, format!("\n{prefix}"))
+        };
+    match one_line(html) {
+        Some(line) => {
+            out.push_str("<!-- kernelbook -->");
+            out.push_str(&line);
+        }
+        None => {
+            // HTML that cannot be put on one line ends at a blank line (the list turns loose).
+            let blank = prefix.trim_end();
+            let body: Vec<&str> = html.lines().collect();
+            out = format!(
+                "{out}\n{blank}\n{prefix}{}\n{blank}",
+                body.join(&format!("\n{prefix}"))
+            );
+        }
+    }
+    if !content[range.end..until_next].trim().is_empty() {
+        out.push('\n');
+        out.push_str(prefix);
+    }
+    (start..range.end, out)
+}
+
+/// `html` on one line, the same document: a line break inside a tag becomes a space, any other
+/// `&#10;` (text and attribute values read that as the line break it was). `None` where an
+/// element whose text is raw (a script, a style) would read `&#10;` literally.
+pub fn one_line(html: &str) -> Option<String> {
+    const RAW: &[&str] = &[
+        "<script",
+        "<style",
+        "<textarea",
+        "<title",
+        "<xmp",
+        "<plaintext",
+        "<noscript",
+        "<iframe",
+        "<noembed",
+        "<noframes",
+    ];
+    let lower = html.to_ascii_lowercase();
+    if RAW.iter().any(|tag| lower.contains(tag)) {
+        return None;
+    }
+    let html = html.replace("\r\n", "\n").replace('\r', "\n");
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    let mut quote: Option<char> = None;
+    for c in html.chars() {
+        match c {
+            '\n' if in_tag && quote.is_none() => out.push(' '),
+            '\n' => out.push_str("&#10;"),
+            '<' if !in_tag => in_tag = true,
+            '>' if in_tag && quote.is_none() => in_tag = false,
+            '"' | '\'' if in_tag => match quote {
+                None => quote = Some(c),
+                Some(q) if q == c => quote = None,
+                Some(_) => {}
+            },
+            _ => {}
+        }
+        if c != '\n' {
+            out.push(c);
+        }
+    }
+    Some(out)
 }
 
 impl Preprocessor for KernelbookPreprocessor {
@@ -354,7 +567,15 @@ impl Preprocessor for KernelbookPreprocessor {
 
     fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
         let src_dir = ctx.config.book.src.clone();
-        let (index, labs) = load_book_parts(&book, &src_dir, &labs_dir(&ctx.root, &ctx.config)?)?;
+        // After mdBook's `links` (book.toml: `after = ["links"]`), so kernel blocks and
+        // directives in `{{#include}}`d files are found, each at its own file's line.
+        let (index, labs) = load_book_parts(
+            &book,
+            &ctx.root,
+            &src_dir,
+            &labs_dir(&ctx.root, &ctx.config)?,
+            Includes::Expanded,
+        )?;
         check_directives(&index, &labs)?;
         let strict = self.is_strict(ctx)?;
         let shown = shown_labs(&index, &labs);

@@ -110,6 +110,10 @@ pub struct LabView {
     pub levels: Vec<LevelView>,
     /// What the levels' values are, e.g. "cycles per load" or "GB/s".
     pub levels_header: String,
+    /// Kernels edited since the recorded numbers were measured (not rendered by this field: the
+    /// notes say it); `--strict` fails on them.
+    #[serde(skip)]
+    pub stale_kernels: Vec<String>,
 }
 
 /// One level of the hierarchy as this GPU measured it.
@@ -242,12 +246,14 @@ impl LabView {
             profile: None,
             levels: Vec::new(),
             levels_header: String::new(),
+            stale_kernels: Vec::new(),
             missing: Some(why),
         }
     }
 
     /// What `--strict` fails the build on: every variant that did not give a verified result,
-    /// every compiler message, and missing results (a planned lab is not a failure).
+    /// every compiler message, missing results (a planned lab is not a failure), and recorded
+    /// numbers of kernels edited since (every number shown must be measured from the code shown).
     pub fn failures(&self) -> Vec<String> {
         let mut failures = Vec::new();
         if let (Some(why), false) = (&self.missing, self.origin_class == "planned") {
@@ -265,6 +271,19 @@ impl LabView {
             failures.push(format!(
                 "lab `{}`: {}\n{}",
                 self.lab, problem.title, problem.detail
+            ));
+        }
+        if !self.stale_kernels.is_empty() {
+            failures.push(format!(
+                "lab `{}`: the recorded numbers were measured before edits to {}, so they do not belong to the code shown; \
+                 measure the current code on a GPU (`kernelbook record {}`)",
+                self.lab,
+                self.stale_kernels
+                    .iter()
+                    .map(|k| format!("`{k}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                self.lab
             ));
         }
         failures
@@ -321,6 +340,7 @@ struct Origin<'a> {
     label: &'static str,
     notes: Vec<String>,
     problems: Vec<ProblemView>,
+    stale_kernels: Vec<String>,
 }
 
 impl<'a> Origin<'a> {
@@ -335,6 +355,7 @@ impl<'a> Origin<'a> {
             },
             notes: Vec::new(),
             problems: Vec::new(),
+            stale_kernels: Vec::new(),
         }
     }
 
@@ -369,6 +390,7 @@ impl<'a> Origin<'a> {
             label: "Recorded",
             notes,
             problems,
+            stale_kernels: stale_kernels.to_vec(),
         }
     }
 }
@@ -413,6 +435,7 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
         profile: profile_view(lab, results),
         levels,
         levels_header,
+        stale_kernels: origin.stale_kernels,
     }
 }
 

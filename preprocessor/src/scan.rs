@@ -21,6 +21,20 @@ pub struct KernelBlock {
     pub range: Range<usize>,
     /// The info string after the opening backticks.
     pub info_range: Range<usize>,
+    /// Where the block stands: what a line inserted before its fence must start with.
+    pub place: Place,
+}
+
+/// Where a kernel block or directive stands in the chapter's block structure.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Place {
+    /// Inside a block quote, list item, footnote or definition: text inserted there must carry
+    /// the container's prefix on every line, and must not add blank lines (which would make a
+    /// tight list loose).
+    pub in_container: bool,
+    /// What a continuation line of the block starts with: the block quotes' `>` and the list
+    /// items' indentation (`- ` as two spaces), e.g. `>   ` for a block in a list in a quote.
+    pub prefix: String,
 }
 
 /// A `{{#lab NAME}}` directive.
@@ -29,6 +43,7 @@ pub struct Directive {
     pub lab: String,
     pub range: Range<usize>,
     pub location: SourceLocation,
+    pub place: Place,
 }
 
 /// What one chapter holds.
@@ -48,11 +63,41 @@ pub struct ScanError {
 
 /// Scans one chapter. `file` is used for locations (relative to the book's source folder).
 pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError> {
-    let chapter = Chapter { content, file };
-    let (kernels, code_ranges) = scan_code(&chapter)?;
-    let directives = scan_directives(&chapter, &code_ranges)?;
+    scan(&Chapter {
+        content,
+        file,
+        origins: None,
+    })
+}
+
+/// Where the text of a chapter whose `{{#include}}`s were expanded came from.
+#[derive(Debug, Clone, Copy)]
+pub struct Origins<'a> {
+    /// `lines[k]` is where line `k + 1` came from.
+    pub lines: &'a [SourceLocation],
+    /// Offsets of escaped links (`\{{#lab x}}` as written): shown as text, not expanded.
+    pub escaped: &'a [usize],
+}
+
+/// Scans a chapter whose lines came from several files (its `{{#include}}`s expanded).
+/// Locations name those files.
+pub fn scan_chapter_lines(
+    content: &str,
+    file: &Path,
+    origins: Origins<'_>,
+) -> Result<ChapterScan, ScanError> {
+    scan(&Chapter {
+        content,
+        file,
+        origins: Some(origins),
+    })
+}
+
+fn scan(chapter: &Chapter<'_>) -> Result<ChapterScan, ScanError> {
+    let code = scan_code(chapter)?;
+    let directives = scan_directives(chapter, &code)?;
     Ok(ChapterScan {
-        kernels,
+        kernels: code.kernels,
         directives,
     })
 }
@@ -61,14 +106,23 @@ pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError
 struct Chapter<'a> {
     content: &'a str,
     file: &'a Path,
+    /// Where each line came from, when not all from `file`.
+    origins: Option<Origins<'a>>,
 }
 
 impl Chapter<'_> {
     fn at(&self, offset: usize) -> SourceLocation {
-        SourceLocation {
+        self.at_line(line_of_offset(self.content, offset))
+    }
+
+    fn at_line(&self, line: usize) -> SourceLocation {
+        let mapped = self
+            .origins
+            .and_then(|origins| origins.lines.get(line.checked_sub(1)?));
+        mapped.cloned().unwrap_or_else(|| SourceLocation {
             file: self.file.to_path_buf(),
-            line: line_of_offset(self.content, offset),
-        }
+            line,
+        })
     }
 
     fn error(&self, offset: usize, message: impl Into<String>) -> ScanError {
@@ -85,17 +139,138 @@ struct OpenBlock {
     info: String,
     info_range: Range<usize>,
     body: String,
+    place: Place,
 }
 
-/// The chapter's kernel blocks, and the ranges of all its code (blocks, spans and HTML), where a
-/// directive is only text.
-fn scan_code(chapter: &Chapter<'_>) -> Result<(Vec<KernelBlock>, Vec<Range<usize>>), ScanError> {
-    let content = chapter.content;
-    let mut kernels = Vec::new();
-    let mut code_ranges: Vec<Range<usize>> = Vec::new();
-    let mut open_block: Option<OpenBlock> = None;
-    for (event, range) in Parser::new_ext(content, Options::all()).into_offset_iter() {
+/// What the markdown parser found: kernel blocks, the ranges of all code (blocks, spans and
+/// HTML), where a directive is only text, and the places of the chapter's text.
+struct Code {
+    kernels: Vec<KernelBlock>,
+    code_ranges: Vec<Range<usize>>,
+    texts: Vec<TextPlace>,
+}
+
+/// A run of text and where it stands.
+struct TextPlace {
+    range: Range<usize>,
+    place: Place,
+    in_table: bool,
+}
+
+/// The containers open at a point of the parse, and the start of the block of text there.
+#[derive(Default)]
+struct Nesting {
+    containers: usize,
+    tables: usize,
+    /// Where the paragraph (heading, table cell, or text of a tight list item) holding the text
+    /// began: the text before it on its line is the containers' markers.
+    text_start: Option<usize>,
+}
+
+impl Nesting {
+    /// Follows one event; block-level events end the current run of text.
+    fn follow(&mut self, event: &Event<'_>, range: &Range<usize>) {
         match event {
+            Event::Start(tag) => match tag {
+                Tag::BlockQuote(_)
+                | Tag::Item
+                | Tag::FootnoteDefinition(_)
+                | Tag::DefinitionListDefinition => {
+                    self.containers += 1;
+                    self.text_start = None;
+                }
+                Tag::Table(_) => {
+                    self.tables += 1;
+                    self.text_start = None;
+                }
+                Tag::Paragraph
+                | Tag::Heading { .. }
+                | Tag::TableCell
+                | Tag::DefinitionListTitle => {
+                    self.text_start = Some(range.start);
+                }
+                Tag::Emphasis
+                | Tag::Strong
+                | Tag::Strikethrough
+                | Tag::Superscript
+                | Tag::Subscript
+                | Tag::Link { .. }
+                | Tag::Image { .. } => {
+                    if self.text_start.is_none() {
+                        self.text_start = Some(range.start);
+                    }
+                }
+                _ => self.text_start = None,
+            },
+            Event::End(tag) => {
+                match tag {
+                    TagEnd::BlockQuote(_)
+                    | TagEnd::Item
+                    | TagEnd::FootnoteDefinition
+                    | TagEnd::DefinitionListDefinition => {
+                        self.containers = self.containers.saturating_sub(1);
+                    }
+                    TagEnd::Table => self.tables = self.tables.saturating_sub(1),
+                    _ => {}
+                }
+                if is_block_end(tag) {
+                    self.text_start = None;
+                }
+            }
+            Event::Html(_) | Event::Rule | Event::DisplayMath(_) => self.text_start = None,
+            _ => {
+                if self.text_start.is_none() {
+                    self.text_start = Some(range.start);
+                }
+            }
+        }
+    }
+
+    /// The place of something that starts a line's content at `start` (or whose block does).
+    fn place(&self, content: &str, start: usize) -> Place {
+        Place {
+            in_container: self.containers > 0,
+            prefix: continuation_prefix(content, start),
+        }
+    }
+}
+
+fn is_block_end(tag: &TagEnd) -> bool {
+    !matches!(
+        tag,
+        TagEnd::Emphasis
+            | TagEnd::Strong
+            | TagEnd::Strikethrough
+            | TagEnd::Superscript
+            | TagEnd::Subscript
+            | TagEnd::Link
+            | TagEnd::Image
+    )
+}
+
+/// The text before `start` on its line, as a continuation line must begin: block quote markers
+/// and whitespace kept, list markers (and anything else) as spaces.
+pub fn continuation_prefix(content: &str, start: usize) -> String {
+    let start = start.min(content.len());
+    let line_start = content[..start].rfind('\n').map_or(0, |i| i + 1);
+    content[line_start..start]
+        .chars()
+        .map(|c| if c == '>' || c == '\t' { c } else { ' ' })
+        .collect()
+}
+
+/// The chapter's kernel blocks, code ranges and places of text.
+fn scan_code(chapter: &Chapter<'_>) -> Result<Code, ScanError> {
+    let content = chapter.content;
+    let mut code = Code {
+        kernels: Vec::new(),
+        code_ranges: Vec::new(),
+        texts: Vec::new(),
+    };
+    let mut open_block: Option<OpenBlock> = None;
+    let mut nesting = Nesting::default();
+    for (event, range) in Parser::new_ext(content, Options::all()).into_offset_iter() {
+        match &event {
             Event::Start(Tag::CodeBlock(kind)) => {
                 let (info, info_range) = match kind {
                     CodeBlockKind::Fenced(info) => {
@@ -106,28 +281,35 @@ fn scan_code(chapter: &Chapter<'_>) -> Result<(Vec<KernelBlock>, Vec<Range<usize
                     CodeBlockKind::Indented => (String::new(), range.start..range.start),
                 };
                 open_block = Some(OpenBlock {
-                    range,
+                    range: range.clone(),
                     info,
                     info_range,
                     body: String::new(),
+                    place: nesting.place(content, range.start),
                 });
             }
-            Event::Text(text) => {
-                if let Some(block) = open_block.as_mut() {
-                    block.body.push_str(&text);
-                }
-            }
+            Event::Text(text) => match open_block.as_mut() {
+                Some(block) => block.body.push_str(text),
+                None => code.texts.push(TextPlace {
+                    range: range.clone(),
+                    place: nesting.place(content, nesting.text_start.unwrap_or(range.start)),
+                    in_table: nesting.tables > 0,
+                }),
+            },
             Event::End(TagEnd::CodeBlock) => {
                 if let Some(block) = open_block.take() {
-                    code_ranges.push(block.range.clone());
-                    kernels.extend(kernel_block(chapter, block)?);
+                    code.code_ranges.push(block.range.clone());
+                    code.kernels.extend(kernel_block(chapter, block)?);
                 }
             }
-            Event::Code(_) | Event::Html(_) | Event::InlineHtml(_) => code_ranges.push(range),
+            Event::Code(_) | Event::Html(_) | Event::InlineHtml(_) => {
+                code.code_ranges.push(range.clone());
+            }
             _ => {}
         }
+        nesting.follow(&event, &range);
     }
-    Ok((kernels, code_ranges))
+    Ok(code)
 }
 
 /// The kernel a finished code block defines, if its info string names one.
@@ -137,39 +319,48 @@ fn kernel_block(chapter: &Chapter<'_>, block: OpenBlock) -> Result<Option<Kernel
     else {
         return Ok(None);
     };
-    let fence = chapter.at(block.range.start);
+    // The source starts on the line after the opening fence (in an included file, that
+    // file's line).
+    let origin = chapter.at_line(line_of_offset(chapter.content, block.range.start) + 1);
     Ok(Some(KernelBlock {
         kernel: KernelSource {
             name,
             source: block.body,
-            // The source starts on the line after the opening fence.
-            origin: SourceLocation {
-                file: fence.file,
-                line: fence.line + 1,
-            },
+            origin,
             language,
         },
         range: block.range,
         info_range: block.info_range,
+        place: block.place,
     }))
 }
 
 /// Every `{{#lab NAME}}` outside code; another preprocessor's `{{#lab...}}` is skipped.
-fn scan_directives(
-    chapter: &Chapter<'_>,
-    code_ranges: &[Range<usize>],
-) -> Result<Vec<Directive>, ScanError> {
+fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<Directive>, ScanError> {
+    let code_ranges = &code.code_ranges;
     let content = chapter.content;
     let mut directives = Vec::new();
     let mut search_from = 0;
     while let Some(found) = content[search_from..].find(DIRECTIVE_OPEN) {
         let start = search_from + found;
         search_from = start + DIRECTIVE_OPEN.len();
-        if code_ranges.iter().any(|r| r.contains(&start)) {
+        let escaped = chapter
+            .origins
+            .is_some_and(|origins| origins.escaped.contains(&start));
+        if escaped || code_ranges.iter().any(|r| r.contains(&start)) {
             continue;
         }
-        if let Some(directive) = parse_directive(chapter, start)? {
+        if let Some(mut directive) = parse_directive(chapter, start)? {
             search_from = directive.range.end;
+            if let Some(text) = code.texts.iter().find(|t| t.range.contains(&start)) {
+                if text.in_table {
+                    return Err(chapter.error(
+                        start,
+                        "a `{{#lab}}` directive cannot stand in a table (the lab's HTML is a block); put it on a line of its own",
+                    ));
+                }
+                directive.place = text.place.clone();
+            }
             directives.push(directive);
         }
     }
@@ -213,6 +404,7 @@ fn parse_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Directi
         lab,
         range: start..end,
         location: chapter.at(start),
+        place: Place::default(),
     }))
 }
 
@@ -296,30 +488,24 @@ impl BookIndex {
     pub fn build<'a>(
         chapters: impl IntoIterator<Item = (&'a Path, &'a str)>,
     ) -> Result<BookIndex, Vec<ScanError>> {
+        BookIndex::build_lines(chapters.into_iter().map(|(p, c)| (p, c, None)))
+    }
+
+    /// Like [`build`](Self::build), with where each line of a chapter came from where its
+    /// `{{#include}}`s were expanded ([`scan_chapter_lines`]).
+    pub fn build_lines<'a>(
+        chapters: impl IntoIterator<Item = (&'a Path, &'a str, Option<Origins<'a>>)>,
+    ) -> Result<BookIndex, Vec<ScanError>> {
         let mut index = BookIndex::default();
         let mut errors = Vec::new();
-        for (path, content) in chapters {
-            match scan_chapter(content, path) {
+        for (path, content, origins) in chapters {
+            let scanned = match origins {
+                Some(origins) => scan_chapter_lines(content, path, origins),
+                None => scan_chapter(content, path),
+            };
+            match scanned {
                 Ok(scan) => {
-                    for block in &scan.kernels {
-                        let kernel = &block.kernel;
-                        if let Some(first) = index.kernels.get(&kernel.name) {
-                            errors.push(ScanError {
-                                location: SourceLocation {
-                                    file: kernel.origin.file.clone(),
-                                    line: kernel.origin.line - 1,
-                                },
-                                message: format!(
-                                    "kernel `{}` is defined twice; the first is at {}:{}",
-                                    kernel.name,
-                                    first.origin.file.display(),
-                                    first.origin.line - 1
-                                ),
-                            });
-                        } else {
-                            index.kernels.insert(kernel.name.clone(), kernel.clone());
-                        }
-                    }
+                    index.add_kernels(&scan, &mut errors);
                     index.chapters.insert(path.to_path_buf(), scan);
                 }
                 Err(err) => errors.push(err),
@@ -329,6 +515,28 @@ impl BookIndex {
             Ok(index)
         } else {
             Err(errors)
+        }
+    }
+
+    fn add_kernels(&mut self, scan: &ChapterScan, errors: &mut Vec<ScanError>) {
+        for block in &scan.kernels {
+            let kernel = &block.kernel;
+            if let Some(first) = self.kernels.get(&kernel.name) {
+                errors.push(ScanError {
+                    location: SourceLocation {
+                        file: kernel.origin.file.clone(),
+                        line: kernel.origin.line.saturating_sub(1),
+                    },
+                    message: format!(
+                        "kernel `{}` is defined twice; the first is at {}:{}",
+                        kernel.name,
+                        first.origin.file.display(),
+                        first.origin.line.saturating_sub(1)
+                    ),
+                });
+            } else {
+                self.kernels.insert(kernel.name.clone(), kernel.clone());
+            }
         }
     }
 
