@@ -579,7 +579,8 @@ mod tests {
 
     #[test]
     fn an_implausible_device_is_distrusted() {
-        let cases: [(&str, fn(&mut DeviceInfo)); 5] = [
+        type Damage = fn(&mut DeviceInfo);
+        let cases: [(&str, Damage); 5] = [
             ("sm_count", |d| d.sm_count = 0),
             ("sm_clock_khz", |d| d.sm_clock_khz = 0),
             ("memory_clock_khz", |d| d.memory_clock_khz = 1),
