@@ -32,11 +32,15 @@ fn book() -> &'static [(String, Value, LabSpec)] {
     })
 }
 
-fn values() -> Vec<(String, Value)> {
-    book()
-        .iter()
-        .map(|(n, v, _)| (n.clone(), v.clone()))
-        .collect()
+/// The recordings as (lab name, JSON), for [`damaged_recording`].
+fn values() -> &'static [(String, Value)] {
+    static VALUES: OnceLock<Vec<(String, Value)>> = OnceLock::new();
+    VALUES.get_or_init(|| {
+        book()
+            .iter()
+            .map(|(n, v, _)| (n.clone(), v.clone()))
+            .collect()
+    })
 }
 
 /// Every figure the book derives from `r` is finite and within the validation bounds.
@@ -110,7 +114,7 @@ proptest! {
         pick in any::<Index>(),
         mutations in proptest::collection::vec(mutation(), 1..4),
     ) {
-        let (name, text) = damaged_recording(&values(), &pick, &mutations);
+        let (name, text) = damaged_recording(values(), &pick, &mutations);
         if let Ok(r) = LabResults::from_json(&text) {
             accepted_is_sound(&r)?;
             let lab = &book().iter().find(|(n, _, _)| *n == name).expect("its lab").2;
@@ -142,7 +146,7 @@ fn acceptance_rates() {
     let damaged = (any::<Index>(), proptest::collection::vec(mutation(), 1..4));
     let accepted = std::cell::Cell::new(0u32);
     let _ = runner.run(&damaged, |(pick, mutations)| {
-        let (_, text) = damaged_recording(&values(), &pick, &mutations);
+        let (_, text) = damaged_recording(values(), &pick, &mutations);
         accepted.set(accepted.get() + u32::from(LabResults::from_json(&text).is_ok()));
         Ok(())
     });
