@@ -8,6 +8,12 @@ use crate::stats::{StopReason, Summary};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+mod validate;
+pub use validate::{
+    InvalidResults, LabMismatch, MAX_BYTES, MAX_COUNTER, MAX_GBS, MAX_TIME_MS, MAX_WORK_PER_SECOND,
+    MIN_TIME_MS, MissingVariants, Place,
+};
+
 /// Bump when the meaning or shape of a results file changes.
 pub const FORMAT_VERSION: u32 = 1;
 
@@ -300,10 +306,14 @@ pub enum ResultsError {
     Malformed(#[from] serde_json::Error),
     #[error("results file format {found}, this kernelbook reads format {expected}")]
     Version { found: u32, expected: u32 },
+    /// It parses, but holds a figure no measurement could give ([`LabResults::validate`]).
+    #[error("implausible results: {0}")]
+    Invalid(#[from] InvalidResults),
 }
 
 impl LabResults {
-    /// Parses a results file, refusing other format versions.
+    /// Parses a results file, refusing other format versions and contents that do not pass
+    /// [`validate`](Self::validate).
     pub fn from_json(text: &str) -> Result<LabResults, ResultsError> {
         #[derive(Deserialize)]
         struct VersionOnly {
@@ -316,7 +326,9 @@ impl LabResults {
                 expected: FORMAT_VERSION,
             });
         }
-        Ok(serde_json::from_str(text)?)
+        let results: LabResults = serde_json::from_str(text)?;
+        results.validate()?;
+        Ok(results)
     }
 
     pub fn to_json(&self) -> String {
@@ -382,7 +394,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn measured(name: &str, bytes: u64, median_ms: f64) -> VariantResult {
+    pub fn measured(name: &str, bytes: u64, median_ms: f64) -> VariantResult {
         VariantResult {
             name: name.into(),
             kernel: None,
@@ -404,7 +416,7 @@ pub(crate) mod tests {
         }
     }
 
-    fn results() -> LabResults {
+    pub fn results() -> LabResults {
         LabResults {
             format_version: FORMAT_VERSION,
             lab: "copy".into(),

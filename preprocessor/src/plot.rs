@@ -132,14 +132,18 @@ struct PlottedRow {
     label: String,
 }
 
-/// The variants that have a `plot_x` and a value to plot.
+/// The variants that have a `plot_x` and a value to plot, both finite where they are drawn.
 fn plotted_rows(lab: &LabSpec, results: &LabResults, y_of: &YOf) -> Vec<PlottedRow> {
+    let log2 = lab.plot.as_ref().is_some_and(|p| p.log2_x);
     results
         .variants
         .iter()
         .filter_map(|v| {
             let x = lab.variant(&v.name)?.plot_x?;
-            let y = y_of(v)?;
+            let y = y_of(v).filter(|y| y.is_finite())?;
+            if !XAxis::along(log2, x).is_finite() {
+                return None;
+            }
             Some(PlottedRow {
                 x,
                 y,
@@ -209,11 +213,11 @@ impl YAxis {
         HEIGHT - BOTTOM - y / self.max * (HEIGHT - TOP - BOTTOM)
     }
 
-    /// A gridline at every step from zero to the top.
+    /// A gridline at every step from zero to the top (at most [`MAX_TICKS`] of them).
     fn ticks(&self) -> Vec<Tick> {
-        (0..)
+        (0..MAX_TICKS as u32)
             .map(|i| f64::from(i) * self.step)
-            .take_while(|v| *v <= self.max + self.step / 2.0)
+            .take_while(|v| v.is_finite() && *v <= self.max + self.step / 2.0)
             .map(|v| Tick {
                 pos: round(self.pos(v)),
                 label: format_value(v),
@@ -231,7 +235,7 @@ fn x_ticks(rows: &[PlottedRow], axis: &XAxis, in_bytes: bool) -> Vec<Tick> {
     xs.dedup();
     for x in xs {
         let pos = round(axis.pos(x));
-        if ticks.last().is_some_and(|t| pos - t.pos < MIN_TICK_GAP) {
+        if !pos.is_finite() || ticks.last().is_some_and(|t| pos - t.pos < MIN_TICK_GAP) {
             continue;
         }
         let label = if in_bytes {
@@ -264,7 +268,12 @@ fn model_label(model: Model) -> String {
     }
 }
 
-/// A round step and the axis top it gives: about five gridlines above `top`.
+/// The most gridlines an axis gets, whatever the data ([`nice_axis`] gives about six).
+pub const MAX_TICKS: usize = 12;
+
+/// A round step and the axis top it gives: about five gridlines above `top`. Both are finite
+/// and positive for any `top`: where a round top would overflow, the axis ends at `top` itself
+/// with one step.
 pub fn nice_axis(top: f64) -> (f64, f64) {
     if top <= 0.0 || !top.is_finite() {
         return (1.0, 1.0);
@@ -276,7 +285,12 @@ pub fn nice_axis(top: f64) -> (f64, f64) {
         .map(|m| m * magnitude)
         .find(|s| *s >= rough)
         .unwrap_or(10.0 * magnitude);
-    (step, (top / step).ceil() * step)
+    let max = (top / step).ceil() * step;
+    if step.is_finite() && step > 0.0 && max.is_finite() && max / step <= MAX_TICKS as f64 {
+        (step, max)
+    } else {
+        (top, top)
+    }
 }
 
 fn round(v: f64) -> f64 {
@@ -337,6 +351,28 @@ mod tests {
         assert_eq!(nice_axis(4100.0), (1000.0, 5000.0));
         assert_eq!(nice_axis(870.0), (200.0, 1000.0));
         assert_eq!(nice_axis(0.0), (1.0, 1.0));
+    }
+
+    #[test]
+    fn degenerate_axes_stay_finite_and_bounded() {
+        for top in [
+            f64::MAX,
+            1.7e308,
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::NAN,
+            f64::INFINITY,
+            -1.0,
+        ] {
+            let (step, max) = nice_axis(top);
+            assert!(step.is_finite() && step > 0.0 && max.is_finite(), "{top}");
+            let ticks = YAxis::up_to(top).ticks();
+            assert!(
+                !ticks.is_empty() && ticks.len() <= MAX_TICKS,
+                "{top}: {ticks:?}"
+            );
+            assert!(ticks.iter().all(|t| t.pos.is_finite()), "{top}");
+        }
     }
 }
 
@@ -489,6 +525,47 @@ plot_x = 8
             .expect("render");
         assert!(html.contains("<svg viewBox=\"0 0 640 360\""), "{html}");
         assert_eq!(html.matches("<circle class=\"measured\"").count(), 2);
+    }
+
+    #[test]
+    fn a_huge_counter_draws_a_bounded_plot() {
+        let lab = LabSpec::parse(LAB, Path::new("labs/strided.toml")).expect("lab");
+        for value in [1.7e308, f64::MAX, 0.0, 5e-324] {
+            let mut r = results();
+            for v in &mut r.variants {
+                v.counter = Some(kernelbook_core::results::CounterResult {
+                    unit: "cycles per load".into(),
+                    per: 1,
+                    values: vec![value],
+                });
+            }
+            let view = plot_view(&lab, &r).expect("a plot");
+            assert!(
+                !view.y_ticks.is_empty() && view.y_ticks.len() <= MAX_TICKS,
+                "{value}: {} ticks",
+                view.y_ticks.len()
+            );
+            let coordinates = view.y_ticks.iter().map(|t| t.pos);
+            let coordinates = coordinates.chain(view.points.iter().flat_map(|p| [p.x, p.y]));
+            assert!(coordinates.clone().all(f64::is_finite), "{value}");
+        }
+    }
+
+    #[test]
+    fn rows_without_a_finite_value_are_not_drawn() {
+        let lab = LabSpec::parse(LAB, Path::new("labs/strided.toml")).expect("lab");
+        let mut r = results();
+        r.variants[1].counter = Some(kernelbook_core::results::CounterResult {
+            unit: "cycles".into(),
+            per: 1,
+            values: vec![],
+        });
+        r.variants[0].counter = Some(kernelbook_core::results::CounterResult {
+            unit: "cycles".into(),
+            per: 1,
+            values: vec![f64::INFINITY],
+        });
+        assert!(plot_view(&lab, &r).is_none(), "nothing finite to draw");
     }
 
     #[test]

@@ -341,6 +341,9 @@ struct Origin<'a> {
     notes: Vec<String>,
     problems: Vec<ProblemView>,
     stale_kernels: Vec<String>,
+    /// Whether the lab's variants the results lack get a "not recorded" row (a recording made
+    /// before they were added); live results hold every variant they were asked for.
+    fill_missing: bool,
 }
 
 impl<'a> Origin<'a> {
@@ -356,6 +359,7 @@ impl<'a> Origin<'a> {
             notes: Vec::new(),
             problems: Vec::new(),
             stale_kernels: Vec::new(),
+            fill_missing: false,
         }
     }
 
@@ -391,6 +395,7 @@ impl<'a> Origin<'a> {
             notes,
             problems,
             stale_kernels: stale_kernels.to_vec(),
+            fill_missing: true,
         }
     }
 }
@@ -401,11 +406,28 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
     let columns = TableColumns::of(results);
     let peak = results.provenance.device.theoretical_gbs();
     let ceiling = results.ceiling_gbs();
-    let rows: Vec<RowView> = results
-        .variants
-        .iter()
-        .map(|v| row_view(lab, results, v, ceiling, peak, &columns.row))
-        .collect();
+    let row = |v: &VariantResult| row_view(lab, results, v, ceiling, peak, &columns.row);
+    let rows: Vec<RowView> = if origin.fill_missing {
+        // The lab's order, its variants the recording lacks as "not recorded", then any the lab
+        // does not have (the store refuses those; a caller that did not check still sees them).
+        lab.variants
+            .iter()
+            .map(|spec| {
+                results
+                    .variant(&spec.name)
+                    .map_or_else(|| not_recorded_row(lab, &spec.name), row)
+            })
+            .chain(
+                results
+                    .variants
+                    .iter()
+                    .filter(|v| lab.variant(&v.name).is_none())
+                    .map(row),
+            )
+            .collect()
+    } else {
+        results.variants.iter().map(row).collect()
+    };
     let mut notes = origin.notes;
     notes.extend(result_notes(lab, results, &rows));
     let mut problems = origin.problems;
@@ -719,21 +741,15 @@ fn ridge_sentence(lab: &LabSpec, results: &LabResults) -> Option<String> {
     })
 }
 
-fn row_view(
-    lab: &LabSpec,
-    results: &LabResults,
-    v: &VariantResult,
-    ceiling: Option<f64>,
-    peak: f64,
-    columns: &Columns,
-) -> RowView {
-    let spec = lab.variant(&v.name);
+/// A row with the variant's label and nothing measured ("–" everywhere).
+fn blank_row(lab: &LabSpec, name: &str) -> RowView {
+    let spec = lab.variant(name);
     let dash = || "–".to_string();
-    let mut row = RowView {
-        name: v.name.clone(),
-        label: spec.map_or(v.name.as_str(), |s| s.label()).to_string(),
+    RowView {
+        name: name.to_string(),
+        label: spec.map_or(name, |s| s.label()).to_string(),
         access: spec.map(|s| s.access.clone()).unwrap_or_default(),
-        kernel: v.kernel.clone(),
+        kernel: None,
         status: "ok".into(),
         problem: None,
         unavailable: None,
@@ -743,10 +759,8 @@ fn row_view(
         median: dash(),
         spread: dash(),
         noisy: false,
-        is_ceiling: results.ceiling.as_deref() == Some(v.name.as_str()),
-        launch: v
-            .launch
-            .map_or_else(dash, |l| format!("{} × {}", dims(l.grid), dims(l.block))),
+        is_ceiling: false,
+        launch: dash(),
         registers: dash(),
         spills: dash(),
         shared: dash(),
@@ -755,6 +769,38 @@ fn row_view(
         rate: dash(),
         counter: dash(),
         counter_ns: dash(),
+    }
+}
+
+/// The row of a variant the lab has and its recording lacks (it was added since): no number,
+/// and a failure under `--strict`, since the table is not the lab's whole table.
+fn not_recorded_row(lab: &LabSpec, name: &str) -> RowView {
+    RowView {
+        status: "not recorded".into(),
+        problem: Some(
+            "this variant was added to the lab after the recording; run the book on a GPU, or `kernelbook record`, to measure it"
+                .into(),
+        ),
+        ..blank_row(lab, name)
+    }
+}
+
+fn row_view(
+    lab: &LabSpec,
+    results: &LabResults,
+    v: &VariantResult,
+    ceiling: Option<f64>,
+    peak: f64,
+    columns: &Columns,
+) -> RowView {
+    let dash = || "–".to_string();
+    let mut row = RowView {
+        kernel: v.kernel.clone(),
+        is_ceiling: results.ceiling.as_deref() == Some(v.name.as_str()),
+        launch: v
+            .launch
+            .map_or_else(dash, |l| format!("{} × {}", dims(l.grid), dims(l.block))),
+        ..blank_row(lab, &v.name)
     };
     if let Some(r) = v.resources {
         row.registers = r.registers.to_string();

@@ -145,3 +145,55 @@ fn compute_labs_say_their_check_is_sampled() {
     let (_, _, view) = recorded("transpose");
     assert!(!view.notes.iter().any(|n| n.contains("compares every")));
 }
+
+#[test]
+fn a_recording_missing_a_variant_shows_it_as_not_recorded_never_a_ghost() {
+    let lab = LabSpec::load(&repo().join("labs/transpose.toml")).expect("lab");
+    let text = std::fs::read_to_string(repo().join("labs/recorded/transpose.json")).expect("rec");
+    let mut results = LabResults::from_json(&text).expect("results");
+    let dropped = results.variants.remove(1).name;
+    let outcome = LabOutcome::Recorded {
+        results: results.clone(),
+        why: "test".into(),
+        stale_kernels: Vec::new(),
+        compile_errors: Vec::new(),
+    };
+    let view = lab_view(&lab, &outcome);
+    let names: Vec<&str> = view.rows.iter().map(|r| r.name.as_str()).collect();
+    let lab_names: Vec<&str> = lab.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(
+        names, lab_names,
+        "one row per variant of the lab, in its order"
+    );
+    let row = &view.rows[1];
+    assert_eq!(
+        (row.name.as_str(), row.status.as_str()),
+        (dropped.as_str(), "not recorded")
+    );
+    assert_eq!(row.median, "–");
+    assert!(
+        view.failures().iter().any(|f| f.contains("not recorded")),
+        "--strict fails on it: {:?}",
+        view.failures()
+    );
+    let html = Templates::new().render_lab(&view).expect("render");
+    assert!(html.contains("<strong>not recorded</strong>"), "{html}");
+}
+
+#[test]
+fn every_recorded_lab_renders_without_nan_or_infinity() {
+    for entry in std::fs::read_dir(repo().join("labs/recorded"))
+        .expect("dir")
+        .flatten()
+    {
+        let path = entry.path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let name = path.file_stem().and_then(|s| s.to_str()).expect("name");
+        let (_, _, view) = recorded(name);
+        let html = Templates::new().render_lab(&view).expect("render");
+        assert!(!html.contains("NaN") && !html.contains(">inf"), "{name}");
+        assert!(view.failures().is_empty(), "{name}: {:?}", view.failures());
+    }
+}

@@ -206,7 +206,7 @@ impl Runner {
             match self.plan(request, &found) {
                 Ok(plan) => {
                     let key = plan.key(&found.toolchain);
-                    match self.cache.get(&plan.lab, &key) {
+                    match self.cache.get(request.lab, &key) {
                         Ok(Some(results)) => {
                             outcomes[index] = Some(LabOutcome::Measured {
                                 results,
@@ -336,7 +336,7 @@ impl Runner {
 
     fn recorded_outcome(&self, request: &LabRequest<'_>, why: String) -> LabOutcome {
         let lab = request.lab;
-        match self.recorded.get(&lab.name) {
+        match self.recorded.get(lab) {
             Ok(Some(results)) => {
                 let stale_kernels = store::stale_kernels(&results, request.kernels);
                 let arch = results.provenance.device.arch.clone();

@@ -3,7 +3,8 @@
 //! rename), and a file that cannot be trusted is reported and ignored, never used.
 
 use kernelbook_core::KernelSource;
-use kernelbook_core::results::LabResults;
+use kernelbook_core::results::{LabResults, MissingVariants};
+use kernelbook_core::spec::LabSpec;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -23,24 +24,108 @@ impl std::fmt::Display for Distrust {
     }
 }
 
-/// Reads a results file: `Ok(None)` if there is none, `Err` if it is there but unusable.
+/// The largest results file read (the book's largest recording is under 100 KiB).
+pub const MAX_RESULTS_BYTES: u64 = 64 << 20;
+
+/// Reads a results file: `Ok(None)` if there is none, `Err` if it is there but unusable — not a
+/// regular file (a FIFO, socket, device or directory is never opened for reading, so nothing
+/// blocks), too large, unreadable, not a results file, or holding implausible figures
+/// ([`LabResults::validate`]).
 pub fn read_results(path: &Path) -> Result<Option<LabResults>, Distrust> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(err) => {
-            return Err(Distrust {
-                path: path.to_path_buf(),
-                reason: err.to_string(),
-            });
-        }
+    let distrust = |reason: String| Distrust {
+        path: path.to_path_buf(),
+        reason,
+    };
+    let text = match read_regular_file(path) {
+        Ok(Some(text)) => text,
+        Ok(None) => return Ok(None),
+        Err(reason) => return Err(distrust(reason)),
     };
     LabResults::from_json(&text)
         .map(Some)
-        .map_err(|err| Distrust {
-            path: path.to_path_buf(),
-            reason: err.to_string(),
-        })
+        .map_err(|err| distrust(err.to_string()))
+}
+
+/// The text of the regular file at `path` (following symbolic links), `None` if nothing is
+/// there, or why it cannot be read.
+fn read_regular_file(path: &Path) -> Result<Option<String>, String> {
+    use std::io::Read;
+    let metadata = match std::fs::metadata(path) {
+        Ok(metadata) => metadata,
+        // A dangling symbolic link is something there, not nothing.
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            return match std::fs::symlink_metadata(path) {
+                Ok(_) => Err("it is a symbolic link to nothing".into()),
+                Err(_) => Ok(None),
+            };
+        }
+        Err(err) => return Err(err.to_string()),
+    };
+    not_regular(&metadata)?;
+    let file = open_without_blocking(path).map_err(|err| err.to_string())?;
+    // Checked again on what was opened: the path may have been replaced in between.
+    let metadata = file.metadata().map_err(|err| err.to_string())?;
+    not_regular(&metadata)?;
+    if metadata.len() > MAX_RESULTS_BYTES {
+        return Err(format!(
+            "it is {} bytes, more than the {MAX_RESULTS_BYTES} a results file may have",
+            metadata.len()
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_RESULTS_BYTES)
+        .read_to_string(&mut text)
+        .map_err(|err| err.to_string())?;
+    Ok(Some(text))
+}
+
+/// `Err` with what the file is, unless it is a regular file.
+fn not_regular(metadata: &std::fs::Metadata) -> Result<(), String> {
+    let kind = metadata.file_type();
+    if kind.is_file() {
+        return Ok(());
+    }
+    let what = if kind.is_dir() {
+        "a directory"
+    } else {
+        special_file_kind(&kind)
+    };
+    Err(format!("it is {what}, not a regular file"))
+}
+
+#[cfg(unix)]
+fn special_file_kind(kind: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "a special file"
+    }
+}
+
+#[cfg(not(unix))]
+fn special_file_kind(_: &std::fs::FileType) -> &'static str {
+    "a special file"
+}
+
+/// Opens `path` for reading with `O_NONBLOCK`, so that even a FIFO put in its place after the
+/// check cannot make the open wait for a writer.
+#[cfg(unix)]
+fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+}
+
+#[cfg(not(unix))]
+fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::open(path)
 }
 
 /// Writes a results file atomically: readers see the old file or the new one, never a part.
@@ -71,23 +156,33 @@ impl Cache {
             .join(format!("{lab}-{}.json", &key[..key.len().min(32)]))
     }
 
-    pub fn get(&self, lab: &str, key: &str) -> Result<Option<LabResults>, Distrust> {
-        self.read_matching(lab, &self.path(lab, key))
+    /// The results cached for `lab` under `key`. They must hold exactly the lab's variants:
+    /// the key is the plan's, and the plan has every variant of the lab.
+    pub fn get(&self, lab: &LabSpec, key: &str) -> Result<Option<LabResults>, Distrust> {
+        read_matching(lab, &self.path(&lab.name, key), MissingVariants::Refused)
     }
 
     pub fn put(&self, key: &str, results: &LabResults) -> std::io::Result<()> {
         write_results(&self.path(&results.lab, key), results)
     }
+}
 
-    fn read_matching(&self, lab: &str, path: &Path) -> Result<Option<LabResults>, Distrust> {
-        match read_results(path)? {
-            Some(results) if results.lab != lab => Err(Distrust {
-                path: path.to_path_buf(),
-                reason: format!("it holds lab `{}`, not `{lab}`", results.lab),
-            }),
-            other => Ok(other),
-        }
-    }
+/// Reads `path` and checks that it holds `lab`'s results (see [`LabResults::check_lab`]).
+fn read_matching(
+    lab: &LabSpec,
+    path: &Path,
+    missing: MissingVariants,
+) -> Result<Option<LabResults>, Distrust> {
+    let Some(results) = read_results(path)? else {
+        return Ok(None);
+    };
+    results
+        .check_lab(lab, missing)
+        .map_err(|mismatch| Distrust {
+            path: path.to_path_buf(),
+            reason: mismatch.to_string(),
+        })?;
+    Ok(Some(results))
 }
 
 /// The recorded results committed with the book: `labs/recorded/<lab>.json`.
@@ -105,8 +200,10 @@ impl Recorded {
         self.dir.join(format!("{lab}.json"))
     }
 
-    pub fn get(&self, lab: &str) -> Result<Option<LabResults>, Distrust> {
-        Cache::new(&self.dir).read_matching(lab, &self.path(lab))
+    /// The recording of `lab`. It may lack variants added to the lab since it was recorded
+    /// (their rows say "not recorded"), but must not hold any the lab does not have.
+    pub fn get(&self, lab: &LabSpec) -> Result<Option<LabResults>, Distrust> {
+        read_matching(lab, &self.path(&lab.name), MissingVariants::Allowed)
     }
 
     pub fn put(&self, results: &LabResults) -> std::io::Result<()> {
@@ -147,7 +244,10 @@ mod tests {
     use super::*;
     use kernelbook_core::SourceLocation;
     use kernelbook_core::expr::Params;
-    use kernelbook_core::results::{DeviceInfo, FORMAT_VERSION, Provenance};
+    use kernelbook_core::results::{
+        DeviceInfo, FORMAT_VERSION, FailureStage, Outcome, Provenance, VariantResult,
+    };
+    use kernelbook_core::stats::{StopReason, Summary};
 
     fn kernels(source: &str) -> BTreeMap<String, KernelSource> {
         BTreeMap::from([(
@@ -168,6 +268,35 @@ mod tests {
         crate::plan::tests::h200()
     }
 
+    /// The shared copy lab (labs/fixtures/copy.toml): variants `memcpy` and `scalar`.
+    fn copy_lab() -> LabSpec {
+        let text = include_str!("../../labs/fixtures/copy.toml");
+        LabSpec::parse(text, Path::new("labs/fixtures/copy.toml")).expect("fixture")
+    }
+
+    fn variant(name: &str, median_ms: f64) -> VariantResult {
+        VariantResult {
+            name: name.into(),
+            kernel: None,
+            source_hash: None,
+            compile_flags: vec![],
+            bytes_moved: 8192,
+            launch: None,
+            resources: None,
+            outcome: Outcome::Measured {
+                summary: Summary::of(&[median_ms]).expect("summary"),
+                stop_reason: StopReason::Converged,
+                noisy: false,
+                samples_ms: vec![median_ms],
+            },
+            implementation: None,
+            work: None,
+            counter: None,
+            other_kernels: Default::default(),
+        }
+    }
+
+    /// Results of lab `lab` with the copy lab's two variants.
     fn results(lab: &str) -> LabResults {
         LabResults {
             format_version: FORMAT_VERSION,
@@ -184,8 +313,8 @@ mod tests {
                 timing_method: "events".into(),
                 clocks: None,
             },
-            ceiling: None,
-            variants: vec![],
+            ceiling: Some("memcpy".into()),
+            variants: vec![variant("memcpy", 0.004), variant("scalar", 0.005)],
             profile: None,
         }
     }
@@ -194,12 +323,10 @@ mod tests {
     fn writes_atomically_and_reads_back() {
         let dir = tempfile::tempdir().expect("tempdir");
         let cache = Cache::new(dir.path().join("cache"));
-        assert_eq!(cache.get("copy", "k1").expect("absent is fine"), None);
+        let lab = copy_lab();
+        assert_eq!(cache.get(&lab, "k1").expect("absent is fine"), None);
         cache.put("k1", &results("copy")).expect("write");
-        assert_eq!(
-            cache.get("copy", "k1").expect("read"),
-            Some(results("copy"))
-        );
+        assert_eq!(cache.get(&lab, "k1").expect("read"), Some(results("copy")));
         let names: Vec<_> = std::fs::read_dir(dir.path().join("cache"))
             .expect("dir")
             .map(|e| e.expect("entry").file_name())
@@ -215,35 +342,151 @@ mod tests {
     fn truncated_foreign_or_misplaced_files_are_distrusted_not_used() {
         let dir = tempfile::tempdir().expect("tempdir");
         let cache = Cache::new(dir.path());
+        let lab = copy_lab();
         let path = cache.path("copy", "k");
         let full = results("copy").to_json();
         std::fs::write(&path, &full[..full.len() / 2]).expect("write");
-        assert!(
-            cache
-                .get("copy", "k")
-                .expect_err("truncated")
-                .reason
-                .contains("not a kernelbook results file")
-        );
+        let reason = |cache: &Cache| cache.get(&lab, "k").expect_err("distrusted").reason;
+        assert!(reason(&cache).contains("not a kernelbook results file"));
         std::fs::write(
             &path,
             full.replace("\"format_version\": 1", "\"format_version\": 99"),
         )
         .expect("write");
-        assert!(
-            cache
-                .get("copy", "k")
-                .expect_err("foreign")
-                .reason
-                .contains("format 99")
-        );
+        assert!(reason(&cache).contains("format 99"));
         std::fs::write(&path, results("transpose").to_json()).expect("write");
+        assert!(reason(&cache).contains("holds lab `transpose`"));
+    }
+
+    #[test]
+    fn a_negative_median_is_distrusted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let recorded = Recorded::new(dir.path());
+        let mut r = results("copy");
+        r.variants[1] = variant("scalar", 1.0);
+        if let Outcome::Measured {
+            summary,
+            samples_ms,
+            ..
+        } = &mut r.variants[1].outcome
+        {
+            summary.median_ms = -0.5;
+            *samples_ms = vec![-0.5];
+        }
+        recorded.put(&r).expect("write");
+        let distrust = recorded.get(&copy_lab()).expect_err("distrusted");
+        assert_eq!(
+            distrust.to_string(),
+            format!(
+                "ignoring {}: implausible results: variant `scalar`: a sample (ms) is -0.5, outside 1e-6 to 3600000",
+                recorded.path("copy").display()
+            )
+        );
+    }
+
+    #[test]
+    fn a_recorded_file_with_a_ghost_variant_is_distrusted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let recorded = Recorded::new(dir.path());
+        let mut r = results("copy");
+        r.variants.push(variant("vectorized", 0.004));
+        recorded.put(&r).expect("write");
+        let distrust = recorded.get(&copy_lab()).expect_err("a ghost row");
+        assert_eq!(
+            distrust.reason,
+            "it holds variant `vectorized`, which the lab does not have"
+        );
+    }
+
+    #[test]
+    fn a_recording_may_lack_a_variant_added_since_a_cache_entry_may_not() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut r = results("copy");
+        r.variants.truncate(1);
+        let recorded = Recorded::new(dir.path().join("recorded"));
+        recorded.put(&r).expect("write");
+        assert_eq!(
+            recorded.get(&copy_lab()).expect("usable"),
+            Some(r.clone()),
+            "the missing row is shown as not recorded"
+        );
+        let cache = Cache::new(dir.path().join("cache"));
+        cache.put("k", &r).expect("write");
+        assert_eq!(
+            cache.get(&copy_lab(), "k").expect_err("incomplete").reason,
+            "it lacks the lab's variant `scalar`"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_as_a_results_file_does_not_hang() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let recorded = Recorded::new(dir.path());
+        let path = recorded.path("copy");
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+        )
+        .expect("mkfifo");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(recorded.get(&copy_lab()));
+        });
+        let answer = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading a FIFO must not wait for a writer");
+        assert_eq!(
+            answer.expect_err("distrusted").reason,
+            "it is a FIFO, not a regular file"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_directory_device_or_dangling_link_as_a_results_file_is_distrusted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let recorded = Recorded::new(dir.path());
+        let lab = copy_lab();
+        let path = recorded.path("copy");
+        std::fs::create_dir(&path).expect("dir");
+        assert_eq!(
+            recorded.get(&lab).expect_err("a directory").reason,
+            "it is a directory, not a regular file"
+        );
+        std::fs::remove_dir(&path).expect("rmdir");
+        std::os::unix::fs::symlink("/dev/zero", &path).expect("symlink");
+        assert_eq!(
+            recorded.get(&lab).expect_err("a device").reason,
+            "it is a device, not a regular file"
+        );
+        std::fs::remove_file(&path).expect("rm");
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &path).expect("symlink");
+        assert_eq!(
+            recorded.get(&lab).expect_err("dangling").reason,
+            "it is a symbolic link to nothing"
+        );
+        // A link to a good file is followed.
+        std::fs::remove_file(&path).expect("rm");
+        let real = dir.path().join("real.json");
+        write_results(&real, &results("copy")).expect("write");
+        std::os::unix::fs::symlink(&real, &path).expect("symlink");
+        assert_eq!(recorded.get(&lab).expect("usable"), Some(results("copy")));
+    }
+
+    #[test]
+    fn an_oversized_results_file_is_distrusted_unread() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let recorded = Recorded::new(dir.path());
+        let file = std::fs::File::create(recorded.path("copy")).expect("create");
+        file.set_len(MAX_RESULTS_BYTES + 1).expect("sparse file");
         assert!(
-            cache
-                .get("copy", "k")
-                .expect_err("misplaced")
+            recorded
+                .get(&copy_lab())
+                .expect_err("too large")
                 .reason
-                .contains("holds lab `transpose`")
+                .contains("more than the")
         );
     }
 
@@ -251,23 +494,16 @@ mod tests {
     fn stale_kernels_are_found_by_fingerprint() {
         let mut r = results("copy");
         let current = kernels("new source");
-        r.variants.push(kernelbook_core::results::VariantResult {
+        r.variants[1] = VariantResult {
             name: "scalar".into(),
             kernel: Some("copy_scalar".into()),
             source_hash: Some(kernels("old source")["copy_scalar"].source_hash()),
-            compile_flags: vec![],
-            bytes_moved: 0,
-            launch: None,
-            resources: None,
-            outcome: kernelbook_core::results::Outcome::Failed {
-                stage: kernelbook_core::results::FailureStage::Launch,
+            outcome: Outcome::Failed {
+                stage: FailureStage::Launch,
                 message: String::new(),
             },
-            implementation: None,
-            work: None,
-            counter: None,
-            other_kernels: Default::default(),
-        });
+            ..variant("scalar", 1.0)
+        };
         assert_eq!(stale_kernels(&r, &current), vec!["copy_scalar"]);
         assert!(stale_kernels(&r, &kernels("old source")).is_empty());
     }

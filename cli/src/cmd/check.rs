@@ -279,7 +279,7 @@ mod tests {
 
     fn measured(median_ms: f64) -> String {
         format!(
-            r#"{{"status": "measured", "summary": {{"samples": 3, "median_ms": {median_ms},
+            r#"{{"status": "measured", "summary": {{"samples": 1, "median_ms": {median_ms},
                 "min_ms": {median_ms}, "max_ms": {median_ms}, "mean_ms": {median_ms},
                 "rel_spread": 0.0}}, "stop_reason": "converged", "noisy": false,
                 "samples_ms": [{median_ms}]}}"#

@@ -48,13 +48,16 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         failed.push(lab.name.clone());
     }
     if !failed.is_empty() {
-        bail!("not recorded (a variant failed): {}", failed.join(", "));
+        bail!(
+            "not recorded (a variant failed, or its figures are implausible): {}",
+            failed.join(", ")
+        );
     }
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints the lab's table and records its results if every variant was verified and timed;
-/// returns whether it did.
+/// Prints the lab's table and records its results if every variant was verified and timed and
+/// the results pass validation; returns whether it did.
 fn record(runner: &Runner, lab: &LabSpec, results: &LabResults) -> anyhow::Result<bool> {
     crate::table::print(&lab_view(
         lab,
@@ -67,11 +70,16 @@ fn record(runner: &Runner, lab: &LabSpec, results: &LabResults) -> anyhow::Resul
         .variants
         .iter()
         .all(|v| matches!(v.outcome, Outcome::Measured { .. }));
-    if all_verified {
-        runner.recorded().put(results)?;
-        println!("recorded {}\n", runner.recorded().path(&lab.name).display());
-    } else {
+    if !all_verified {
         println!("not recorded: a variant failed\n");
+        return Ok(false);
     }
-    Ok(all_verified)
+    // A file the book would ignore on load is not written.
+    if let Err(err) = results.validate() {
+        println!("not recorded: implausible results: {err}\n");
+        return Ok(false);
+    }
+    runner.recorded().put(results)?;
+    println!("recorded {}\n", runner.recorded().path(&lab.name).display());
+    Ok(true)
 }
