@@ -1,6 +1,7 @@
 //! `kernelbook record`: measures labs and writes `labs/recorded/LAB.json`, the results a
 //! machine without a GPU shows. Only fully verified runs are recorded.
 
+use crate::output::{self, say};
 use crate::progress::Spinner;
 use crate::project::{Context, Project};
 use anyhow::bail;
@@ -40,12 +41,20 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let measured = runner.measure_now(&requests, &mut spinner);
     spinner.finish();
     let mut failed = Vec::new();
+    // Every lab is recorded whatever happens to stdout; a write error is reported after.
+    let mut output_error = None;
     for (lab, measured) in labs.iter().zip(measured) {
         let results = measured?;
-        if record(&runner, lab, &results)? {
-            continue;
+        let recorded = record(&runner, &results)?;
+        if let Err(err) = report(&runner, lab, &results, recorded) {
+            output_error.get_or_insert(err);
         }
-        failed.push(lab.name.clone());
+        if !recorded {
+            failed.push(lab.name.clone());
+        }
+    }
+    if let Some(err) = output_error {
+        return Err(err.into());
     }
     if !failed.is_empty() {
         bail!("not recorded (a variant failed): {}", failed.join(", "));
@@ -53,25 +62,38 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints the lab's table and records its results if every variant was verified and timed;
-/// returns whether it did.
-fn record(runner: &Runner, lab: &LabSpec, results: &LabResults) -> anyhow::Result<bool> {
-    crate::table::print(&lab_view(
-        lab,
-        &LabOutcome::Measured {
-            results: results.clone(),
-            cached: false,
-        },
-    ));
+/// Records the lab's results if every variant was verified and timed; returns whether it did.
+fn record(runner: &Runner, results: &LabResults) -> anyhow::Result<bool> {
     let all_verified = results
         .variants
         .iter()
         .all(|v| matches!(v.outcome, Outcome::Measured { .. }));
     if all_verified {
         runner.recorded().put(results)?;
-        println!("recorded {}\n", runner.recorded().path(&lab.name).display());
-    } else {
-        println!("not recorded: a variant failed\n");
     }
     Ok(all_verified)
+}
+
+/// Prints the lab's table and whether it was recorded.
+fn report(
+    runner: &Runner,
+    lab: &LabSpec,
+    results: &LabResults,
+    recorded: bool,
+) -> std::io::Result<()> {
+    let out = &mut output::stdout();
+    let outcome = LabOutcome::Measured {
+        results: results.clone(),
+        cached: false,
+    };
+    crate::table::print(out, &lab_view(lab, &outcome))?;
+    if recorded {
+        say!(
+            out,
+            "recorded {}\n",
+            runner.recorded().path(&lab.name).display()
+        )
+    } else {
+        say!(out, "not recorded: a variant failed\n")
+    }
 }

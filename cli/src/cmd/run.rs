@@ -48,7 +48,7 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             cached: false,
         },
     );
-    crate::table::print(&view);
+    crate::table::print(&mut crate::output::stdout(), &view)?;
     let all_ok = view.rows.iter().all(|row| row.problem.is_none());
     Ok(if all_ok {
         ExitCode::SUCCESS

@@ -1,6 +1,7 @@
 //! `kernelbook tangle`: writes each kernel of the book to `kernels/NAME.cu`; `--check` only
 //! reports whether they are up to date (and fails if not).
 
+use crate::output::{self, say};
 use crate::project::{Context, Project};
 use mdbook_kernelbook::tangle;
 use std::process::ExitCode;
@@ -22,19 +23,23 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         tangle::write(&dir, &expected)?
     };
     let verb = if args.check { "would" } else { "did" };
+    let out = &mut output::stdout();
     for name in &diff.missing {
-        println!("{verb} create kernels/{name}");
+        say!(out, "{verb} create kernels/{name}")?;
     }
     for name in &diff.outdated {
-        println!("{verb} update kernels/{name}");
+        say!(out, "{verb} update kernels/{name}")?;
     }
     for name in &diff.orphaned {
-        println!("{verb} remove kernels/{name} (its kernel is no longer in the book)");
+        say!(
+            out,
+            "{verb} remove kernels/{name} (its kernel is no longer in the book)"
+        )?;
     }
     if diff.is_clean() {
-        println!("kernels/ is up to date ({} kernels)", expected.len());
+        say!(out, "kernels/ is up to date ({} kernels)", expected.len())?;
     } else if args.check {
-        eprintln!("kernelbook: kernels/ is out of date; run `kernelbook tangle`");
+        output::notice("kernelbook: kernels/ is out of date; run `kernelbook tangle`");
         return Ok(ExitCode::FAILURE);
     }
     Ok(ExitCode::SUCCESS)
