@@ -4,6 +4,7 @@ mod cmd;
 mod output;
 mod progress;
 mod project;
+mod staging;
 mod table;
 
 use clap::{Parser, Subcommand};
