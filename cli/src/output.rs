@@ -4,13 +4,14 @@
 //! - stdout is a [`Write`] that returns errors instead of panicking as `println!` does; a write
 //!   to a closed pipe (`kernelbook list | head -1`) comes back as an error that
 //!   [`is_closed_stdout`] recognises, and `main` ends the command quietly with status 0, as
-//!   ripgrep does;
+//!   ripgrep does, except that a command's verdict ([`verdict`]) stands;
 //! - notices on stderr are best-effort ([`notice`]): a closed or full stderr must not stop a
 //!   build.
 
 use kernelbook_core::terminal;
 use std::fmt;
 use std::io::{self, Write};
+use std::process::ExitCode;
 
 /// The process's stdout, locked, with errors that say what failed.
 pub struct Stdout(io::StdoutLock<'static>);
@@ -60,6 +61,17 @@ pub fn is_closed_stdout(err: &anyhow::Error) -> bool {
     err.chain()
         .filter_map(|e| e.downcast_ref::<io::Error>())
         .any(is_closed_stdout_io)
+}
+
+/// A command's exit status `code` once its report was `printed`: a closed stdout cuts the
+/// report short but never changes a verdict (`check`'s grade, `tangle --check`, `run`'s failed
+/// rows); any other write error is an error.
+pub fn verdict(printed: io::Result<()>, code: ExitCode) -> io::Result<ExitCode> {
+    match printed {
+        Err(err) if is_closed_stdout_io(&err) => Ok(code),
+        Err(err) => Err(err),
+        Ok(()) => Ok(code),
+    }
 }
 
 /// Writes `text` and a newline to `out`, control characters escaped.

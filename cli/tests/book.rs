@@ -340,6 +340,7 @@ fn full_device() -> std::fs::File {
 
 #[test]
 fn list_into_a_closed_pipe_exits_quietly() {
+    let up_to_date = kernelbook(&repo(), &["tangle", "--check"]).status.success();
     for args in [
         &["list"][..],
         &["info"],
@@ -356,8 +357,8 @@ fn list_into_a_closed_pipe_exits_quietly() {
             .expect("run kernelbook");
         let stderr = text(&output.stderr);
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-        if args == ["compile", "no_such_kernel"] {
-            // Nothing was printed: the error is the command's own.
+        if args == ["compile", "no_such_kernel"] || args == ["tangle", "--check"] && !up_to_date {
+            // The command's own failure (or verdict) stands.
             assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
             assert_eq!(stderr.lines().count(), 1, "{stderr}");
         } else {
@@ -365,6 +366,25 @@ fn list_into_a_closed_pipe_exits_quietly() {
             assert_eq!(stderr, "", "{args:?}: quietly");
         }
     }
+}
+
+#[test]
+fn a_closed_stdout_does_not_change_a_verdict() {
+    // An empty kernels/ folder is out of date: `tangle --check` says so in its exit status,
+    // whether or not anyone reads its list.
+    let book = real_book();
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(book.path())
+        .args(["tangle", "--check"])
+        .stdout(closed_pipe())
+        .output()
+        .expect("run kernelbook");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "kernelbook: kernels/ is out of date; run `kernelbook tangle`\n"
+    );
 }
 
 #[test]

@@ -99,12 +99,8 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let out = &mut output::stdout();
     let printed = write!(out, "{}", terminal::safe(&report(&lab, &results, &file)))
         .and_then(|()| say!(out, "{verdict}"));
-    match printed {
-        // The grade stands when its report could not be read: the exit status is the grade.
-        Err(err) if output::is_closed_stdout_io(&err) => Ok(code),
-        Err(err) => Err(err.into()),
-        Ok(()) => Ok(code),
-    }
+    // The grade stands when its report could not be read: the exit status is the grade.
+    Ok(output::verdict(printed, code)?)
 }
 
 /// The lab called `name`, if it is an exercise; otherwise an error that lists the exercises.

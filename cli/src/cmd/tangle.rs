@@ -24,23 +24,28 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     };
     let verb = if args.check { "would" } else { "did" };
     let out = &mut output::stdout();
-    for name in &diff.missing {
-        say!(out, "{verb} create kernels/{name}")?;
-    }
-    for name in &diff.outdated {
-        say!(out, "{verb} update kernels/{name}")?;
-    }
-    for name in &diff.orphaned {
-        say!(
-            out,
-            "{verb} remove kernels/{name} (its kernel is no longer in the book)"
-        )?;
-    }
-    if diff.is_clean() {
-        say!(out, "kernels/ is up to date ({} kernels)", expected.len())?;
-    } else if args.check {
+    let mut printed = || -> std::io::Result<()> {
+        for name in &diff.missing {
+            say!(out, "{verb} create kernels/{name}")?;
+        }
+        for name in &diff.outdated {
+            say!(out, "{verb} update kernels/{name}")?;
+        }
+        for name in &diff.orphaned {
+            say!(
+                out,
+                "{verb} remove kernels/{name} (its kernel is no longer in the book)"
+            )?;
+        }
+        if diff.is_clean() {
+            say!(out, "kernels/ is up to date ({} kernels)", expected.len())?;
+        }
+        Ok(())
+    };
+    let printed = printed();
+    if !diff.is_clean() && args.check {
         output::notice("kernelbook: kernels/ is out of date; run `kernelbook tangle`");
-        return Ok(ExitCode::FAILURE);
+        return Ok(output::verdict(printed, ExitCode::FAILURE)?);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(output::verdict(printed, ExitCode::SUCCESS)?)
 }
