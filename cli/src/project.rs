@@ -82,7 +82,7 @@ impl Project {
 /// Parses `NAME=VALUE` (for `--set`): NAME a parameter's name (letters, digits, `_`, not
 /// starting with a digit), VALUE a 64-bit integer (`_` between digits allowed).
 pub fn parse_assignment(text: &str) -> Result<(String, i64), String> {
-    let shown = kernelbook_core::terminal::one_line(text);
+    let shown = quoted(text);
     let (name, value) = text
         .split_once('=')
         .ok_or_else(|| format!("`{shown}` is not NAME=VALUE"))?;
@@ -95,12 +95,12 @@ pub fn parse_assignment(text: &str) -> Result<(String, i64), String> {
     if !is_name {
         return Err(format!(
             "`{shown}`: `{}` is not a parameter name (letters, digits and `_`)",
-            kernelbook_core::terminal::one_line(name)
+            quoted(name)
         ));
     }
     let digits = value.trim().replace('_', "");
     let value = digits.parse().map_err(|_| {
-        let shown = kernelbook_core::terminal::one_line(value.trim());
+        let shown = quoted(value.trim());
         let unsigned = digits.strip_prefix(['-', '+']).unwrap_or(&digits);
         if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) {
             format!("`{shown}` does not fit in a 64-bit integer")
@@ -109,6 +109,16 @@ pub fn parse_assignment(text: &str) -> Result<(String, i64), String> {
         }
     })?;
     Ok((name.to_string(), value))
+}
+
+/// `text` as a message quotes it: on one line, control characters escaped, 40 characters at
+/// most.
+fn quoted(text: &str) -> String {
+    let text = kernelbook_core::terminal::one_line(text);
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.into_owned(),
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +140,13 @@ mod tests {
         assert_eq!(
             parse_assignment("n=99999999999999999999"),
             Err("`99999999999999999999` does not fit in a 64-bit integer".into())
+        );
+        assert_eq!(
+            parse_assignment(&format!("n={}", "9".repeat(100_000))),
+            Err(format!(
+                "`{}…` does not fit in a 64-bit integer",
+                "9".repeat(40)
+            ))
         );
         assert_eq!(
             parse_assignment("n=\u{1b}[31m"),
