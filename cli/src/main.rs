@@ -1,12 +1,15 @@
 //! `kernelbook`: parse the command line, run one command, turn its result into an exit code.
 
 mod cmd;
+mod output;
 mod progress;
 mod project;
+mod staging;
 mod table;
 
 use clap::{Parser, Subcommand};
-use kernelbook_runner::backend::BackendChoice;
+use kernelbook_runner::backend::{BackendChoice, DEVICE_ENV};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -55,22 +58,20 @@ fn main() -> ExitCode {
     // Ctrl-C reaches the terminal's foreground group only: the Python process and ncu, in groups
     // of their own, are ended by this process on its way out.
     if let Err(err) = kernelbook_runner::process::end_children_on_signal() {
-        eprintln!(
+        output::notice(&format!(
             "kernelbook: cannot watch for Ctrl-C, which may leave child processes running: {err}"
-        );
+        ));
     }
     let cli = Cli::parse();
-    let device = match cli.device.map(Ok).or_else(|| {
-        std::env::var("KERNELBOOK_DEVICE")
-            .ok()
-            .map(|v| v.parse::<BackendChoice>())
-    }) {
-        Some(Ok(device)) => device,
-        Some(Err(err)) => {
-            eprintln!("kernelbook: KERNELBOOK_DEVICE: {err}");
-            return ExitCode::FAILURE;
-        }
-        None => BackendChoice::Auto,
+    let device = match cli.device {
+        Some(device) => device,
+        None => match BackendChoice::from_env() {
+            Ok(device) => device.unwrap_or_default(),
+            Err(err) => {
+                output::notice(&format!("kernelbook: {DEVICE_ENV}: {err}"));
+                return ExitCode::FAILURE;
+            }
+        },
     };
     kernelbook_runner::backend::cuda::nvrtc_search::set_project_root(&cli.root);
     let ctx = project::Context {
@@ -87,11 +88,22 @@ fn main() -> ExitCode {
         Command::List => cmd::list::run(&ctx),
         Command::Info => cmd::info::run(&ctx),
     };
+    // What is still buffered for stdout is written now, while an error can be seen.
+    let flushed = output::stdout().flush();
     match result {
-        Ok(code) => code,
+        // A closed stdout (`kernelbook list | head -1`) ends the command quietly, as ripgrep
+        // does: whoever closed it has what they wanted.
+        Err(err) if output::is_closed_stdout(&err) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("kernelbook: {err:#}");
+            output::notice(&format!("kernelbook: {err:#}"));
             ExitCode::FAILURE
         }
+        Ok(code) => match flushed {
+            Err(err) if !output::is_closed_stdout_io(&err) => {
+                output::notice(&format!("kernelbook: {err}"));
+                ExitCode::FAILURE
+            }
+            _ => code,
+        },
     }
 }

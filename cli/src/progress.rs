@@ -2,6 +2,7 @@
 //! terminal.
 
 use indicatif::{ProgressBar, ProgressStyle};
+use kernelbook_core::terminal;
 use kernelbook_runner::engine::Progress;
 use std::time::Duration;
 
@@ -30,11 +31,14 @@ impl Spinner {
 }
 
 impl Progress for Spinner {
+    // Messages name labs and variants from lab files: control characters are escaped. A closed
+    // stderr is no error: indicatif draws on a terminal only, and ignores failed writes.
     fn stage(&mut self, message: &str) {
-        self.bar.set_message(message.to_string());
+        self.bar
+            .set_message(terminal::one_line(message).into_owned());
     }
     fn variant(&mut self, index: usize, total: usize, name: &str) {
-        self.variant = format!("[{}/{total}] {name}", index + 1);
+        self.variant = format!("[{}/{total}] {}", index + 1, terminal::one_line(name));
         self.bar.set_message(self.variant.clone());
     }
     fn samples(&mut self, count: usize) {

@@ -85,28 +85,113 @@ impl Project {
     }
 }
 
-/// Parses `NAME=VALUE` (for `--set`).
+/// Parses `NAME=VALUE` (for `--set`): NAME a parameter's name (letters, digits, `_`, not
+/// starting with a digit), VALUE a 64-bit integer (`_` between digits allowed).
 pub fn parse_assignment(text: &str) -> Result<(String, i64), String> {
+    let shown = quoted(text);
     let (name, value) = text
         .split_once('=')
-        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
-    let value = value
-        .trim()
-        .replace('_', "")
-        .parse()
-        .map_err(|_| format!("`{value}` is not an integer"))?;
-    Ok((name.trim().to_string(), value))
+        .ok_or_else(|| format!("`{shown}` is not NAME=VALUE"))?;
+    let name = name.trim();
+    let is_name = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !is_name {
+        return Err(format!(
+            "`{shown}`: `{}` is not a parameter name (letters, digits and `_`)",
+            quoted(name)
+        ));
+    }
+    let digits = value.trim().replace('_', "");
+    let value = digits.parse().map_err(|_| {
+        let shown = quoted(value.trim());
+        let unsigned = digits.strip_prefix(['-', '+']).unwrap_or(&digits);
+        if !unsigned.is_empty() && unsigned.bytes().all(|b| b.is_ascii_digit()) {
+            format!("`{shown}` does not fit in a 64-bit integer")
+        } else {
+            format!("`{shown}` is not an integer")
+        }
+    })?;
+    Ok((name.to_string(), value))
+}
+
+/// `text` as a message quotes it: on one line, control characters escaped, 40 characters at
+/// most.
+fn quoted(text: &str) -> String {
+    let text = kernelbook_core::terminal::one_line(text);
+    match text.char_indices().nth(40) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.into_owned(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::parse_assignment;
+    use proptest::prelude::*;
 
     #[test]
     fn assignments() {
         assert_eq!(parse_assignment("n=4096"), Ok(("n".into(), 4096)));
         assert_eq!(parse_assignment(" n = 8_192"), Ok(("n".into(), 8192)));
+        assert_eq!(parse_assignment("n=-3"), Ok(("n".into(), -3)));
         assert!(parse_assignment("n").is_err());
         assert!(parse_assignment("n=big").is_err());
+        assert!(parse_assignment("=5").is_err());
+        assert!(parse_assignment("1n=5").is_err());
+        assert!(parse_assignment("n=").is_err());
+        assert!(parse_assignment("n==5").is_err());
+        assert_eq!(
+            parse_assignment("n=99999999999999999999"),
+            Err("`99999999999999999999` does not fit in a 64-bit integer".into())
+        );
+        assert_eq!(
+            parse_assignment(&format!("n={}", "9".repeat(100_000))),
+            Err(format!(
+                "`{}…` does not fit in a 64-bit integer",
+                "9".repeat(40)
+            ))
+        );
+        assert_eq!(
+            parse_assignment("n=\u{1b}[31m"),
+            Err("`\\x1b[31m` is not an integer".into())
+        );
+    }
+
+    /// Inputs per property: 4000 in an ordinary test run; set KERNELBOOK_FUZZ_CASES for more.
+    fn cases() -> u32 {
+        std::env::var("KERNELBOOK_FUZZ_CASES")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(4000)
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+        /// Any string is a value or a one-line error without control characters, never a panic.
+        #[test]
+        fn any_set_value_is_a_value_or_a_clear_error(text in any::<String>()) {
+            match parse_assignment(&text) {
+                Ok((name, _)) => prop_assert!(!name.is_empty() && text.contains(&name)),
+                Err(message) => prop_assert!(
+                    !message.chars().any(|c| c.is_control()),
+                    "{:?}", message
+                ),
+            }
+        }
+
+        /// Assignments that look right: the value comes back exactly.
+        #[test]
+        fn a_well_formed_assignment_round_trips(
+            name in "[a-z_][a-z0-9_]{0,10}",
+            value in any::<i64>(),
+            space in "[ \t]{0,2}",
+        ) {
+            let text = format!("{space}{name}{space}={space}{value}{space}");
+            prop_assert_eq!(parse_assignment(&text), Ok((name, value)));
+        }
     }
 }

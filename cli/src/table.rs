@@ -1,41 +1,49 @@
-//! The lab table for the terminal, from the same view model the book renders.
+//! The lab table for the terminal, from the same view model the book renders. Everything is
+//! written through [`crate::output`]: control characters from lab files and results escaped,
+//! a closed stdout an error.
 
+use crate::output::{cells, say};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use mdbook_kernelbook::render::{LabView, ProfileView, ProvenanceView, RowView};
+use std::io::{self, Write};
 
 /// Prints a lab's section as the book shows it: levels, the table, the sentences, the
 /// profiler's counters, launch statistics, provenance and notes.
-pub fn print(view: &LabView) {
+pub fn print(out: &mut impl Write, view: &LabView) -> io::Result<()> {
     if let Some(why) = &view.missing {
-        println!("{}: no results: {why}", view.title);
-        return;
+        return say!(out, "{}: no results: {why}", view.title);
     }
-    println!("{} ({})", view.title, view.lab);
+    say!(out, "{} ({})", view.title, view.lab)?;
     for level in &view.levels {
-        println!(
+        say!(
+            out,
             "{}: {} {} ({})",
-            level.name, level.value, view.levels_header, level.variant
-        );
+            level.name,
+            level.value,
+            view.levels_header,
+            level.variant
+        )?;
     }
-    println!("{}", results_table(view));
+    say!(out, "{}", results_table(view))?;
     for sentence in view.ratios.iter().chain(&view.ridge) {
-        println!("{sentence}");
+        say!(out, "{sentence}")?;
     }
     if let Some(profile) = &view.profile {
-        print_profile(profile);
+        print_profile(out, profile)?;
     }
     if view.has_launch_stats {
-        println!("{}", launch_table(view));
+        say!(out, "{}", launch_table(view))?;
     }
     if !view.ceiling_label.is_empty() {
-        println!("ceiling: {}", view.ceiling_label);
+        say!(out, "ceiling: {}", view.ceiling_label)?;
     }
     if let Some(p) = &view.provenance {
-        print_provenance(&view.origin, p);
+        print_provenance(out, &view.origin, p)?;
     }
     for note in &view.notes {
-        println!("note: {note}");
+        say!(out, "note: {note}")?;
     }
+    Ok(())
 }
 
 /// The lab's main table, with the same optional columns as the book: bandwidth, work rate, the
@@ -54,9 +62,9 @@ fn results_table(view: &LabView) -> Table {
     table
         .load_style(UTF8_FULL_CONDENSED)
         .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header);
+        .set_header(cells(header));
     for row in &view.rows {
-        table.add_row(row_cells(view, row, columns));
+        table.add_row(cells(row_cells(view, row, columns)));
     }
     table
 }
@@ -102,7 +110,7 @@ fn row_cells(view: &LabView, row: &RowView, columns: usize) -> Vec<String> {
 }
 
 /// The profiler's counters per kernel, and what went wrong with the profiler, if anything.
-fn print_profile(profile: &ProfileView) {
+fn print_profile(out: &mut impl Write, profile: &ProfileView) -> io::Result<()> {
     let mut counters = Table::new();
     counters.load_style(UTF8_FULL_CONDENSED).set_header(vec![
         "variant",
@@ -117,7 +125,7 @@ fn print_profile(profile: &ProfileView) {
         "L1→L2 writes",
     ]);
     for row in &profile.rows {
-        counters.add_row(vec![
+        counters.add_row(cells([
             row.label.clone(),
             row.load_conflicts.clone(),
             row.store_conflicts.clone(),
@@ -128,12 +136,13 @@ fn print_profile(profile: &ProfileView) {
             row.dram_read.clone(),
             row.dram_write.clone(),
             row.l1_to_l2_writes.clone(),
-        ]);
+        ]));
     }
-    println!("counters from {}:\n{counters}", profile.tool);
+    say!(out, "counters from {}:\n{counters}", profile.tool)?;
     if let Some(problem) = &profile.problem {
-        println!("profiler: {problem}");
+        say!(out, "profiler: {problem}")?;
     }
+    Ok(())
 }
 
 /// Registers, spills, shared memory and occupancy per kernel and launch shape.
@@ -149,7 +158,7 @@ fn launch_table(view: &LabView) -> Table {
         "occupancy",
     ]);
     for row in &view.launch_rows {
-        stats.add_row(vec![
+        stats.add_row(cells([
             row.kernel.clone().unwrap_or_default(),
             row.launch.clone(),
             row.registers.clone(),
@@ -157,14 +166,15 @@ fn launch_table(view: &LabView) -> Table {
             row.shared.clone(),
             row.blocks_per_sm.clone(),
             row.occupancy.clone(),
-        ]);
+        ]));
     }
     stats
 }
 
 /// One line: where the numbers come from (`origin`), on which machine and toolchain.
-fn print_provenance(origin: &str, p: &ProvenanceView) {
-    println!(
+fn print_provenance(out: &mut impl Write, origin: &str, p: &ProvenanceView) -> io::Result<()> {
+    say!(
+        out,
         "{origin} on {} ({}, {} SMs, {} L2, peak {}), driver {}, {}, {}, {}, {} samples in {}",
         p.device,
         p.arch,
@@ -177,5 +187,62 @@ fn print_provenance(origin: &str, p: &ProvenanceView) {
         p.date,
         p.samples,
         p.wall
-    );
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernelbook_core::results::LabResults;
+    use kernelbook_core::spec::LabSpec;
+    use kernelbook_runner::LabOutcome;
+    use mdbook_kernelbook::render::lab_view;
+    use std::path::Path;
+
+    const LAB: &str = include_str!("../../preprocessor/tests/fixtures/transpose.toml");
+    const RESULTS: &str = include_str!("../../preprocessor/tests/fixtures/transpose.results.json");
+
+    #[test]
+    fn escape_sequences_from_a_lab_and_its_results_reach_the_terminal_escaped() {
+        let text = LAB
+            .replace(
+                "title = \"Lab 2 — Transpose: naive, tiled, padded\"",
+                "title = \"\\u001b]0;owned\\u0007\\u001b[2JLab 2\"",
+            )
+            .replace(
+                "label = \"copy (same tiling)\"",
+                "label = \"copy \\u009b31m\\r(same)\"",
+            );
+        let lab = LabSpec::parse(&text, Path::new("labs/transpose.toml")).expect("lab");
+        let mut results = LabResults::from_json(RESULTS).expect("results");
+        results.provenance.device.name = "NVIDIA \u{1b}[5mH200".into();
+        let outcome = LabOutcome::Recorded {
+            results,
+            why: "no GPU \u{1b}[1A".into(),
+            stale_kernels: Vec::new(),
+            compile_errors: Vec::new(),
+        };
+        let mut out = Vec::new();
+        print(&mut out, &lab_view(&lab, &outcome)).expect("printed");
+        let printed = String::from_utf8(out).expect("UTF-8");
+        assert!(
+            !printed
+                .chars()
+                .any(|c| c.is_control() && c != '\n' && c != '\t'),
+            "{printed:?}"
+        );
+        assert!(printed.starts_with("\\x1b]0;owned\\x07\\x1b[2JLab 2 (transpose)\n"));
+        assert!(printed.contains("copy \\u{9b}31m\\x0d(same)"), "{printed}");
+        assert!(printed.contains("NVIDIA \\x1b[5mH200"), "{printed}");
+
+        let missing = LabOutcome::Missing {
+            why: "\u{1b}[31mgone".into(),
+        };
+        let mut out = Vec::new();
+        print(&mut out, &lab_view(&lab, &missing)).expect("printed");
+        assert_eq!(
+            String::from_utf8(out).expect("UTF-8"),
+            "\\x1b]0;owned\\x07\\x1b[2JLab 2: no results: \\x1b[31mgone\n"
+        );
+    }
 }

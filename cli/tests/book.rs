@@ -407,3 +407,226 @@ fn strict_fails_on_a_recording_of_edited_kernels() {
         "{stderr}"
     );
 }
+
+/// A pipe whose reading end is already closed: every write to it fails with EPIPE.
+fn closed_pipe() -> std::io::PipeWriter {
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    drop(reader);
+    writer
+}
+
+/// `/dev/full`, where every write fails with ENOSPC.
+fn full_device() -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full")
+}
+
+#[test]
+fn list_into_a_closed_pipe_exits_quietly() {
+    let up_to_date = kernelbook(&repo(), &["tangle", "--check"]).status.success();
+    for args in [
+        &["list"][..],
+        &["info"],
+        &["tangle", "--check"],
+        &["compile", "no_such_kernel"],
+        &["--help"],
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+            .arg("--root")
+            .arg(repo())
+            .args(args)
+            .stdout(closed_pipe())
+            .output()
+            .expect("run kernelbook");
+        let stderr = text(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        if args == ["compile", "no_such_kernel"] || args == ["tangle", "--check"] && !up_to_date {
+            // The command's own failure (or verdict) stands.
+            assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+        } else {
+            assert!(output.status.success(), "{args:?}: {stderr}");
+            assert_eq!(stderr, "", "{args:?}: quietly");
+        }
+    }
+}
+
+#[test]
+fn a_closed_stdout_does_not_change_a_verdict() {
+    // An empty kernels/ folder is out of date: `tangle --check` says so in its exit status,
+    // whether or not anyone reads its list.
+    let book = real_book();
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(book.path())
+        .args(["tangle", "--check"])
+        .stdout(closed_pipe())
+        .output()
+        .expect("run kernelbook");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        text(&output.stderr),
+        "kernelbook: kernels/ is out of date; run `kernelbook tangle`\n"
+    );
+}
+
+#[test]
+fn a_full_stdout_is_an_error_in_one_line() {
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(repo())
+        .arg("list")
+        .stdout(full_device())
+        .output()
+        .expect("run kernelbook");
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.starts_with("kernelbook: cannot write to stdout: ") && stderr.lines().count() == 1,
+        "{stderr}"
+    );
+}
+
+/// `build`, or `build --recorded` where this machine has a CUDA driver.
+fn build_args() -> &'static [&'static str] {
+    if cuda::driver_present() {
+        &["build", "--recorded"]
+    } else {
+        &["build"]
+    }
+}
+
+/// Every file under `dir`, relative to it.
+fn files_under(dir: &Path) -> std::collections::BTreeSet<PathBuf> {
+    let mut files = std::collections::BTreeSet::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(&folder).expect("read_dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.insert(path.strip_prefix(dir).expect("under").to_path_buf());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn build_with_stderr_closed_still_writes_the_book() {
+    for (what, stderr) in [
+        ("a closed pipe", std::process::Stdio::from(closed_pipe())),
+        ("/dev/full", std::process::Stdio::from(full_device())),
+    ] {
+        let book = real_book();
+        let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+            .arg("--root")
+            .arg(book.path())
+            .args(build_args())
+            .stderr(stderr)
+            .output()
+            .expect("run kernelbook");
+        let stdout = text(&output.stdout);
+        assert!(output.status.success(), "stderr {what}: {stdout}");
+        assert!(stdout.contains("book written to"), "{stdout}");
+        let html =
+            std::fs::read_to_string(book.path().join("target/book/labs/lab2-transpose.html"))
+                .expect("the lab page");
+        assert!(html.contains("kernelbook-recorded"), "stderr {what}");
+    }
+}
+
+#[test]
+fn two_concurrent_builds_both_write_a_complete_book() {
+    let book = real_book();
+    let start = || {
+        Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+            .arg("--root")
+            .arg(book.path())
+            .args(build_args())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run kernelbook")
+    };
+    let mut complete = None;
+    for _ in 0..3 {
+        let (first, second) = (start(), start());
+        for child in [first, second] {
+            let output = child.wait_with_output().expect("wait");
+            assert!(output.status.success(), "{}", text(&output.stderr));
+        }
+        let files = files_under(&book.path().join("target/book"));
+        assert!(files.contains(Path::new("labs/lab2-transpose.html")));
+        let expected = complete.get_or_insert_with(|| files.clone());
+        assert_eq!(
+            &files, expected,
+            "every build leaves the same, complete book"
+        );
+    }
+    let left: Vec<_> = std::fs::read_dir(book.path().join("target"))
+        .expect("target")
+        .map(|e| e.expect("entry").file_name())
+        .collect();
+    assert_eq!(left, ["book"], "no staging folder is left behind");
+}
+
+#[test]
+fn a_bad_kernelbook_device_is_reported_in_one_line() {
+    for value in ["nvidia", "CUDA "] {
+        let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+            .arg("--root")
+            .arg(repo())
+            .arg("list")
+            .env("KERNELBOOK_DEVICE", value)
+            .output()
+            .expect("run kernelbook");
+        assert_eq!(output.status.code(), Some(1));
+        assert_eq!(
+            text(&output.stderr),
+            format!(
+                "kernelbook: KERNELBOOK_DEVICE: unknown device `{value}` (use auto, cuda or hip)\n"
+            )
+        );
+        assert!(output.stdout.is_empty());
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(repo())
+        .args(["--device", "hip", "list"])
+        .env("KERNELBOOK_DEVICE", "nvidia")
+        .output()
+        .expect("run kernelbook");
+    assert!(output.status.success(), "--device wins over the variable");
+}
+
+#[test]
+fn a_lab_title_with_escape_sequences_is_printed_escaped() {
+    let book = real_book();
+    let lab = book.path().join("labs/bandwidth.toml");
+    let content = std::fs::read_to_string(&lab).expect("lab");
+    let title = content
+        .lines()
+        .find(|l| l.starts_with("title = "))
+        .expect("a title")
+        .to_string();
+    std::fs::write(
+        &lab,
+        content.replace(
+            &title,
+            "title = \"\\u001b[2J\\u001b]0;owned\\u0007Bandwidth\\u009b1m\"",
+        ),
+    )
+    .expect("write");
+    let output = kernelbook(book.path(), &["list"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    assert!(!stdout.contains('\u{1b}') && !stdout.contains('\u{9b}') && !stdout.contains('\u{7}'));
+    assert!(
+        stdout.contains("\\x1b[2J\\x1b]0;owned\\x07Bandwidth\\u{9b}1m"),
+        "{stdout}"
+    );
+}

@@ -11,6 +11,13 @@ use std::fmt;
 /// Parameter values an expression may name.
 pub type Params = BTreeMap<String, i64>;
 
+/// How deeply parentheses and unary minus may nest: far beyond any size a lab needs, far below
+/// what would overflow the stack of the recursive-descent parser.
+pub const MAX_DEPTH: usize = 256;
+
+/// How much of an expression an error message quotes.
+const QUOTED_CHARS: usize = 120;
+
 /// An expression as written in a lab file (a TOML integer or string).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Expr(String);
@@ -40,6 +47,7 @@ impl Expr {
             expr: &self.0,
             bytes: self.0.as_bytes(),
             pos: 0,
+            depth: 0,
             params,
         };
         let value = parser.sum()?;
@@ -101,20 +109,30 @@ struct Parser<'a> {
     expr: &'a str,
     bytes: &'a [u8],
     pos: usize,
+    /// How many parentheses and unary minuses enclose the current position.
+    depth: usize,
     params: &'a Params,
+}
+
+/// `expr` as an error message quotes it: at most [`QUOTED_CHARS`] characters.
+fn quoted(expr: &str) -> String {
+    match expr.char_indices().nth(QUOTED_CHARS) {
+        Some((end, _)) => format!("{}…", &expr[..end]),
+        None => expr.to_string(),
+    }
 }
 
 impl Parser<'_> {
     fn syntax(&self, message: &str) -> ExprError {
         ExprError::Syntax {
-            expr: self.expr.to_string(),
+            expr: quoted(self.expr),
             message: format!("{message} at column {}", self.pos + 1),
         }
     }
 
     fn arithmetic(&self) -> ExprError {
         ExprError::Arithmetic {
-            expr: self.expr.to_string(),
+            expr: quoted(self.expr),
         }
     }
 
@@ -163,10 +181,23 @@ impl Parser<'_> {
         Ok(value)
     }
 
+    /// Enters one more level of nesting, or fails past [`MAX_DEPTH`].
+    fn enter(&mut self) -> Result<(), ExprError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(self.syntax(&format!(
+                "parentheses and minus signs nested more than {MAX_DEPTH} deep"
+            )));
+        }
+        self.depth += 1;
+        Ok(())
+    }
+
     fn unary(&mut self) -> Result<i64, ExprError> {
         if self.peek() == Some(b'-') {
             self.pos += 1;
+            self.enter()?;
             let value = self.unary()?;
+            self.depth -= 1;
             return value.checked_neg().ok_or_else(|| self.arithmetic());
         }
         self.atom()
@@ -176,11 +207,13 @@ impl Parser<'_> {
         match self.peek() {
             Some(b'(') => {
                 self.pos += 1;
+                self.enter()?;
                 let value = self.sum()?;
                 if self.peek() != Some(b')') {
                     return Err(self.syntax("expected `)`"));
                 }
                 self.pos += 1;
+                self.depth -= 1;
                 Ok(value)
             }
             Some(c) if c.is_ascii_digit() => {
@@ -212,7 +245,7 @@ impl Parser<'_> {
                     .get(name)
                     .copied()
                     .ok_or_else(|| ExprError::UnknownParameter {
-                        expr: self.expr.to_string(),
+                        expr: quoted(self.expr),
                         name: name.to_string(),
                     })
             }
@@ -273,6 +306,33 @@ mod tests {
             eval("99999999999999999999"),
             Err(ExprError::Arithmetic { .. })
         ));
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_stack_overflow() {
+        let deep = |depth: usize, open: &str, close: &str| {
+            format!("{}n{}", open.repeat(depth), close.repeat(depth))
+        };
+        assert_eq!(eval(&deep(MAX_DEPTH, "(", ")")), Ok(8192));
+        assert_eq!(eval(&deep(MAX_DEPTH, "-", "")), Ok(8192));
+        assert_eq!(eval(&deep(MAX_DEPTH / 2, "-(", ")")), Ok(8192));
+        for text in [
+            deep(MAX_DEPTH + 1, "(", ")"),
+            deep(50_000, "(", ")"),
+            deep(50_000, "-", ""),
+            deep(50_000, "(-", ")"),
+        ] {
+            match eval(&text) {
+                Err(ExprError::Syntax { expr, message }) => {
+                    assert!(message.contains("nested more than 256 deep"), "{message}");
+                    assert!(
+                        expr.chars().count() <= QUOTED_CHARS + 1,
+                        "the message quotes a part"
+                    );
+                }
+                other => panic!("expected a depth error, got {other:?}"),
+            }
+        }
     }
 
     #[test]

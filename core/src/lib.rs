@@ -6,7 +6,8 @@
 //! - [`expr`]: the small integer expressions lab files use for sizes (`n * n`, `n / 32`);
 //! - [`results`]: what a measurement produced, with provenance and raw samples (the results file);
 //! - [`stats`]: sample summaries and the stopping rule;
-//! - [`bandwidth`]: effective bandwidth, % of ceiling and % of theoretical peak.
+//! - [`bandwidth`]: effective bandwidth, % of ceiling and % of theoretical peak;
+//! - [`terminal`]: text from lab files and results made safe to print (control characters escaped).
 //!
 //! ```
 //! use kernelbook_core::spec::LabSpec;
@@ -47,6 +48,7 @@ pub mod kernel;
 pub mod results;
 pub mod spec;
 pub mod stats;
+pub mod terminal;
 
 pub use kernel::{KernelSource, Language, SourceLocation};
 

@@ -1,7 +1,7 @@
 //! Property tests: no lab file and no size expression, however malformed, makes the parsers
 //! panic; every error they report points at a line of the input.
 
-use kernelbook_core::expr::{Expr, Params};
+use kernelbook_core::expr::{Expr, ExprError, MAX_DEPTH, Params};
 use kernelbook_core::spec::LabFile;
 use proptest::prelude::*;
 use std::path::Path;
@@ -69,8 +69,55 @@ proptest! {
         }
     }
 
+    /// Parentheses and minus signs nested up to 60 000 deep, around a valid core, with junk
+    /// maybe after it: within the limit a value or an error, past it the depth error, never a
+    /// stack overflow.
+    #[test]
+    fn deep_expressions_are_errors_not_aborts(
+        opens in proptest::collection::vec(prop_oneof![Just("("), Just("-"), Just(" ( "), Just("- ")], 1..8),
+        depth in 0usize..60_000,
+        closes in 0usize..2,
+        tail in "[-+*/%() 0-9n]{0,6}",
+    ) {
+        let open: String = opens.concat();
+        let per_repeat = opens.len();
+        let parens = open.matches('(').count();
+        let repeats = depth / per_repeat;
+        let close = ")".repeat(parens * repeats * closes);
+        let text = format!("{}n{close}{tail}", open.repeat(repeats));
+        let result = Expr::new(&text).eval(&Params::from([("n".to_string(), 7)]));
+        if repeats * per_repeat > MAX_DEPTH {
+            match result {
+                Err(ExprError::Syntax { message, .. }) => prop_assert!(
+                    message.contains("nested more than") || message.contains("expected"),
+                    "{message}"
+                ),
+                other => prop_assert!(false, "expected a syntax error, got {:?}", other),
+            }
+        }
+    }
+
     #[test]
     fn expressions_never_panic(text in "[-+*/%() 0-9na_]{0,40}", n in any::<i64>()) {
         let _ = Expr::new(text).eval(&Params::from([("n".to_string(), n)]));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases((cases() / 10).max(1)))]
+
+    /// A lab file whose size expression nests deeply: an error at its line. (A tenth of the
+    /// cases: each parses a lab file of up to 20 kB twice.)
+    #[test]
+    fn a_lab_with_a_deep_expression_is_an_error_at_its_line(depth in 200usize..10_000) {
+        let deep = format!("{}n{}", "(".repeat(depth), ")".repeat(depth));
+        let text = VALID.replacen("bytes = \"", &format!("bytes = \"{deep} + "), 1);
+        match LabFile::parse(&text, Path::new("labs/transpose.toml")) {
+            Err(err) => {
+                prop_assert_eq!(err.line, 6, "{}", err);
+                prop_assert!(err.to_string().len() < 2000, "the message quotes the expression in part");
+            }
+            Ok(_) => prop_assert!(depth <= MAX_DEPTH, "{} levels were accepted", depth),
+        }
     }
 }

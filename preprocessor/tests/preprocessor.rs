@@ -285,3 +285,69 @@ fn a_noisy_measurement_is_marked_in_the_table_and_explained() {
         view.notes
     );
 }
+
+/// Runs the binary with `args` and `env`, stdin a pipe that stays open and is never written
+/// to: returns its output if it ends within 20 s by itself, or fails the test.
+fn run_with_stdin_open(args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mdbook-kernelbook"));
+    command
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (name, value) in env {
+        command.env(name, value);
+    }
+    let mut child = command.spawn().expect("spawn");
+    let stdin = child.stdin.take();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("mdbook-kernelbook {args:?} is still waiting for stdin after 20 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    drop(stdin);
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn help_and_version_are_answered_without_reading_stdin() {
+    for flag in ["--help", "-h"] {
+        let output = run_with_stdin_open(&[flag], &[]);
+        assert!(output.status.success(), "{flag}");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            stdout.contains("mdbook-kernelbook supports RENDERER"),
+            "{stdout}"
+        );
+    }
+    let output = run_with_stdin_open(&["--version"], &[]);
+    assert!(output.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        format!("mdbook-kernelbook {}", env!("CARGO_PKG_VERSION"))
+    );
+    for bad in [&["--frobnicate"][..], &["supports"], &["build", "now"]] {
+        let output = run_with_stdin_open(bad, &[]);
+        assert_eq!(output.status.code(), Some(2), "{bad:?}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(stderr.lines().count(), 1, "one line: {stderr}");
+        assert!(
+            stderr.contains("see `mdbook-kernelbook --help`"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_bad_kernelbook_device_is_reported_in_one_line() {
+    let output = run_with_stdin_open(&[], &[("KERNELBOOK_DEVICE", "nvidia")]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        stderr.trim_end(),
+        "mdbook-kernelbook: KERNELBOOK_DEVICE: unknown device `nvidia` (use auto, cuda or hip)"
+    );
+}

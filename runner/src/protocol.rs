@@ -1,6 +1,8 @@
 //! The measuring child's protocol, in one place (as rust-analyzer keeps its proc-macro server's):
 //! the parent writes one [`ChildRequest`] per line of JSON on the child's stdin; the child
-//! answers with [`Event`]s, one JSON line each, on its stdout.
+//! answers with [`Event`]s, one JSON line each, on the private channel the runner gives it
+//! (descriptor 3, [`crate::process::spawn_with_channel`]); its stdout, where a kernel's `printf`
+//! goes, joins its stderr.
 
 use crate::backend::BackendChoice;
 use crate::engine::RunOptions;
@@ -19,7 +21,7 @@ pub struct ChildRequest {
     pub options: RunOptions,
 }
 
-/// One line of a child's stdout.
+/// One line of a child's channel to the runner.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Event {

@@ -115,7 +115,8 @@ impl Runner {
             recorded: Recorded::new(&config.recorded_dir),
             found: OnceLock::new(),
             supervisor: OnceLock::new(),
-            notify: Box::new(|message| eprintln!("kernelbook: {message}")),
+            // Best-effort, as the build's other notices (`engine::progress::notice`).
+            notify: Box::new(|message| crate::engine::notice(&format!("kernelbook: {message}"))),
             told_unavailable: AtomicBool::new(false),
             config,
         }

@@ -1,12 +1,16 @@
 //! `kernelbook build`: renders the book through mdBook's library with the kernelbook, KaTeX and
 //! mermaid preprocessors registered in-process (each replaces the book.toml entry of the same
-//! name, so no separately installed binary is needed).
+//! name, so no separately installed binary is needed). The book is built beside its folder and
+//! swapped in when complete ([`crate::staging`]).
 
+use crate::output::{self, say};
 use crate::project::{Context, Project};
+use crate::staging::Staging;
 use anyhow::Context as _;
 use kernelbook_runner::Mode;
 use kernelbook_runner::engine::StageLog;
 use mdbook_kernelbook::KernelbookPreprocessor;
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -38,12 +42,27 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     // book needs no network; book.toml configures both.
     book.with_preprocessor(mdbook_katex::preprocess::KatexProcessor);
     book.with_preprocessor(mdbook_mermaid::Mermaid);
+    // Built beside the destination, then swapped in whole (crate::staging): a failed or
+    // concurrent build never leaves half a book.
+    let dest = book.root.join(&book.config.build.build_dir);
+    let staging = Staging::beside(&dest)
+        .with_context(|| format!("preparing to write the book to {}", dest.display()))?;
+    let html_in_dest = book
+        .build_dir_for("html")
+        .strip_prefix(&dest)
+        .map(Path::to_path_buf)
+        .unwrap_or_default();
+    book.config.build.build_dir = staging.path().to_path_buf();
     book.build().context("building the book")?;
-    let out = book.build_dir_for("html");
-    println!(
+    let out = staging.dest().join(html_in_dest);
+    staging
+        .commit()
+        .with_context(|| format!("putting the book in {}", dest.display()))?;
+    say!(
+        &mut output::stdout(),
         "kernelbook: book written to {} in {:.1} s",
         out.join("index.html").display(),
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }

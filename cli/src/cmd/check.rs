@@ -6,6 +6,7 @@
 //! Exit status: 0 on PASS, 1 on FAIL, 2 when nothing could be graded (an unknown exercise, an
 //! unreadable file, no GPU, a broken starter).
 
+use crate::output::{self, say};
 use crate::progress::Spinner;
 use crate::project::{Context, Project};
 use anyhow::{Context as _, anyhow, bail};
@@ -13,9 +14,11 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use kernelbook_core::exercise::ExerciseSpec;
 use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
 use kernelbook_core::spec::LabSpec;
+use kernelbook_core::terminal;
 use kernelbook_runner::exercise::{CheckPlan, LEARNER_VARIANT};
 use kernelbook_runner::{Mode, RunError};
 use mdbook_kernelbook::render::{format_ms, format_params};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -34,8 +37,10 @@ pub struct Args {
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     match check(ctx, &args) {
         Ok(code) => Ok(code),
+        // A closed stdout ends the command quietly (see `main`).
+        Err(err) if output::is_closed_stdout(&err) => Err(err),
         Err(err) => {
-            eprintln!("kernelbook: {err:#}");
+            output::notice(&format!("kernelbook: {err:#}"));
             Ok(ExitCode::from(NOT_GRADED))
         }
     }
@@ -84,15 +89,18 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         RunError::Unavailable(why) => anyhow!("cannot check `{name}` on this machine: {why}"),
         other => anyhow!(other),
     })?;
-    print!("{}", report(&lab, &results, &file));
-    println!("{verdict}");
-    Ok(if verdict.is_pass() {
+    let code = if verdict.is_pass() {
         ExitCode::SUCCESS
     } else if verdict.is_graded() {
         ExitCode::FAILURE
     } else {
         ExitCode::from(NOT_GRADED)
-    })
+    };
+    let out = &mut output::stdout();
+    let printed = write!(out, "{}", terminal::safe(&report(&lab, &results, &file)))
+        .and_then(|()| say!(out, "{verdict}"));
+    // The grade stands when its report could not be read: the exit status is the grade.
+    Ok(output::verdict(printed, code)?)
 }
 
 /// The lab called `name`, if it is an exercise; otherwise an error that lists the exercises.
@@ -148,13 +156,19 @@ fn write_starter(project: &Project, lab: &LabSpec, file: &Path) -> anyhow::Resul
     }
     std::fs::write(file, &starter.source)
         .with_context(|| format!("cannot write the starter kernel to {}", file.display()))?;
-    println!(
+    let out = &mut output::stdout();
+    say!(
+        out,
         "wrote the starter kernel `{}` (from {}) to {}",
         starter.name,
         starter.origin,
         file.display()
-    );
-    println!("edit it, then run `kernelbook check {}` again", lab.name);
+    )?;
+    say!(
+        out,
+        "edit it, then run `kernelbook check {}` again",
+        lab.name
+    )?;
     Ok(())
 }
 
@@ -207,7 +221,7 @@ fn report(lab: &LabSpec, results: &LabResults, file: &Path) -> String {
             .resources
             .map(|r| (r.registers.to_string(), r.blocks_per_sm.to_string()))
             .unwrap_or_default();
-        table.add_row(vec![
+        table.add_row(output::cells([
             role.to_string(),
             kernel,
             status(&variant.outcome),
@@ -215,7 +229,7 @@ fn report(lab: &LabSpec, results: &LabResults, file: &Path) -> String {
             relative,
             registers,
             blocks,
-        ]);
+        ]));
     }
     let p = &results.provenance;
     format!(

@@ -2,6 +2,7 @@
 //! and prints the compiler's log and resource report (registers, spills, shared memory). Needs
 //! NVRTC, not a GPU.
 
+use crate::output::{self, say};
 use crate::project::{Context, Project};
 use anyhow::{anyhow, bail};
 use kernelbook_runner::backend::cuda::{self, Nvrtc};
@@ -42,7 +43,9 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             .map(|p| p.info.arch)
             .unwrap_or_else(|_| "sm_90".into()),
     };
-    println!(
+    let out = &mut output::stdout();
+    say!(
+        out,
         "{} ({}) compiling `{}` from {} for {arch}",
         nvrtc.version(),
         nvrtc
@@ -50,7 +53,7 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| "library path unknown".into()),
         kernel.name,
         kernel.origin
-    );
+    )?;
     let request = CompileRequest {
         name: &kernel.name,
         source: &kernel.source,
@@ -59,10 +62,11 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     };
     match nvrtc.compile(&request) {
         Ok(compiled) => {
-            println!("options: {}", compiled.options.join(" "));
-            println!("{}", compiled.log.trim_end());
+            say!(out, "options: {}", compiled.options.join(" "))?;
+            say!(out, "{}", compiled.log.trim_end())?;
             match ptxas::parse_report(&compiled.log, &kernel.name) {
-                Some(r) => println!(
+                Some(r) => say!(
+                    out,
                     "{}: {} registers, {} B stack frame, {} B spill stores, {} B spill loads, {} B static shared memory; {} B of CUBIN",
                     kernel.name,
                     r.registers,
@@ -71,17 +75,18 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                     r.spill_load_bytes,
                     r.shared_bytes,
                     compiled.image.len()
-                ),
-                None => println!(
+                )?,
+                None => say!(
+                    out,
                     "{}: the log holds no ptxas resource report; {} B of CUBIN",
                     kernel.name,
                     compiled.image.len()
-                ),
+                )?,
             }
             Ok(ExitCode::SUCCESS)
         }
         Err(CompileError::Rejected { log, options }) => {
-            println!("options: {}", options.join(" "));
+            say!(out, "options: {}", options.join(" "))?;
             bail!(
                 "`{}` ({}) does not compile:\n{log}",
                 kernel.name,

@@ -1,39 +1,44 @@
 //! `kernelbook info`: which GPU, driver and compiler live results would come from.
 
+use crate::output::{self, say};
 use crate::project::{Context, Project};
 use kernelbook_runner::Mode;
 use std::process::ExitCode;
 
 pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
     let project = Project::load(ctx)?;
+    let out = &mut output::stdout();
     match project.runner(Mode::Auto).toolchain() {
         Ok(t) => {
             let d = &t.device;
-            println!(
+            say!(
+                out,
                 "device:   {} ({}, {} SMs, {:.0} MiB L2, {:.1} GiB)",
                 d.name,
                 d.arch,
                 d.sm_count,
                 d.l2_bytes as f64 / 1048576.0,
                 d.memory_bytes as f64 / 1073741824.0
-            );
-            println!("uuid:     {}", d.uuid);
-            println!(
+            )?;
+            say!(out, "uuid:     {}", d.uuid)?;
+            say!(
+                out,
                 "memory:   {} MHz × {}-bit bus = {:.0} GB/s theoretical",
                 d.memory_clock_khz / 1000,
                 d.bus_width_bits,
                 d.theoretical_gbs()
-            );
-            println!("driver:   {}", t.driver_version);
+            )?;
+            say!(out, "driver:   {}", t.driver_version)?;
             let library = kernelbook_runner::backend::cuda::Nvrtc::load()
                 .ok()
                 .and_then(|nvrtc| nvrtc.library_path())
                 .unwrap_or_else(|| "library path unknown".into());
-            println!("compiler: {} ({library})", t.compiler_version);
+            say!(out, "compiler: {} ({library})", t.compiler_version)?;
         }
-        Err(why) => println!(
+        Err(why) => say!(
+            out,
             "no live results on this machine: {why}; `kernelbook build` shows the recorded ones"
-        ),
+        )?,
     }
     Ok(ExitCode::SUCCESS)
 }

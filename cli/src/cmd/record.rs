@@ -1,6 +1,7 @@
 //! `kernelbook record`: measures labs and writes `labs/recorded/LAB.json`, the results a
 //! machine without a GPU shows. Only fully verified runs are recorded.
 
+use crate::output::{self, say};
 use crate::progress::Spinner;
 use crate::project::{Context, Project};
 use anyhow::bail;
@@ -40,12 +41,20 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let measured = runner.measure_now(&requests, &mut spinner);
     spinner.finish();
     let mut failed = Vec::new();
+    // Every lab is recorded whatever happens to stdout; a write error is reported after.
+    let mut output_error = None;
     for (lab, measured) in labs.iter().zip(measured) {
         let results = measured?;
-        if record(&runner, lab, &results)? {
-            continue;
+        let recording = record(&runner, &results)?;
+        if let Err(err) = report(&runner, lab, &results, &recording) {
+            output_error.get_or_insert(err);
         }
-        failed.push(lab.name.clone());
+        if !matches!(recording, Recording::Recorded) {
+            failed.push(lab.name.clone());
+        }
+    }
+    if let Some(err) = output_error {
+        return Err(err.into());
     }
     if !failed.is_empty() {
         bail!(
@@ -56,30 +65,54 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Prints the lab's table and records its results if every variant was verified and timed and
-/// the results pass validation; returns whether it did.
-fn record(runner: &Runner, lab: &LabSpec, results: &LabResults) -> anyhow::Result<bool> {
-    crate::table::print(&lab_view(
-        lab,
-        &LabOutcome::Measured {
-            results: results.clone(),
-            cached: false,
-        },
-    ));
+/// Whether a lab's results were recorded, and if not, why.
+#[derive(Debug)]
+enum Recording {
+    Recorded,
+    /// A variant failed, was wrong or unavailable: only fully verified runs are recorded.
+    VariantFailed,
+    /// The figures would be distrusted when the book loads them.
+    Implausible(String),
+}
+
+/// Records the lab's results if every variant was verified and timed and the results pass the
+/// checks the book makes when it loads them.
+fn record(runner: &Runner, results: &LabResults) -> anyhow::Result<Recording> {
     let all_verified = results
         .variants
         .iter()
         .all(|v| matches!(v.outcome, Outcome::Measured { .. }));
     if !all_verified {
-        println!("not recorded: a variant failed\n");
-        return Ok(false);
+        return Ok(Recording::VariantFailed);
     }
     // A file the book would ignore on load is not written.
     if let Err(err) = results.validate() {
-        println!("not recorded: implausible results: {err}\n");
-        return Ok(false);
+        return Ok(Recording::Implausible(err.to_string()));
     }
     runner.recorded().put(results)?;
-    println!("recorded {}\n", runner.recorded().path(&lab.name).display());
-    Ok(true)
+    Ok(Recording::Recorded)
+}
+
+/// Prints the lab's table and whether it was recorded.
+fn report(
+    runner: &Runner,
+    lab: &LabSpec,
+    results: &LabResults,
+    recording: &Recording,
+) -> std::io::Result<()> {
+    let out = &mut output::stdout();
+    let outcome = LabOutcome::Measured {
+        results: results.clone(),
+        cached: false,
+    };
+    crate::table::print(out, &lab_view(lab, &outcome))?;
+    match recording {
+        Recording::Recorded => say!(
+            out,
+            "recorded {}\n",
+            runner.recorded().path(&lab.name).display()
+        ),
+        Recording::VariantFailed => say!(out, "not recorded: a variant failed\n"),
+        Recording::Implausible(why) => say!(out, "not recorded: implausible results: {why}\n"),
+    }
 }

@@ -48,11 +48,12 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             cached: false,
         },
     );
-    crate::table::print(&view);
+    let printed = crate::table::print(&mut crate::output::stdout(), &view);
     let all_ok = view.rows.iter().all(|row| row.problem.is_none());
-    Ok(if all_ok {
+    let code = if all_ok {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
-    })
+    };
+    Ok(crate::output::verdict(printed, code)?)
 }

@@ -2,6 +2,7 @@
 //! reports whether they are up to date (and fails if not). Only files that are exactly an earlier
 //! tangle output are replaced or removed; anything else is named, with why, and left alone.
 
+use crate::output::{self, say};
 use crate::project::{Context, Project};
 use anyhow::Context as _;
 use mdbook_kernelbook::tangle;
@@ -25,30 +26,40 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     }
     .with_context(|| format!("tangling the book's kernels into {}", dir.display()))?;
     let verb = if args.check { "would" } else { "did" };
-    for name in &diff.missing {
-        println!("{verb} create kernels/{name}");
+    let out = &mut output::stdout();
+    let mut printed = || -> std::io::Result<()> {
+        for name in &diff.missing {
+            say!(out, "{verb} create kernels/{name}")?;
+        }
+        for name in &diff.outdated {
+            say!(out, "{verb} update kernels/{name}")?;
+        }
+        for name in &diff.orphaned {
+            say!(
+                out,
+                "{verb} remove kernels/{name} (its kernel is no longer in the book)"
+            )?;
+        }
+        for (name, why) in diff.left_alone() {
+            say!(out, "left kernels/{name} alone: {why}")?;
+        }
+        if diff.is_clean() {
+            say!(out, "kernels/ is up to date ({} kernels)", expected.len())?;
+        }
+        Ok(())
+    };
+    let printed = printed();
+    if !diff.is_clean() && args.check {
+        output::notice("kernelbook: kernels/ is out of date; run `kernelbook tangle`");
+        return Ok(output::verdict(printed, ExitCode::FAILURE)?);
     }
-    for name in &diff.outdated {
-        println!("{verb} update kernels/{name}");
-    }
-    for name in &diff.orphaned {
-        println!("{verb} remove kernels/{name} (its kernel is no longer in the book)");
-    }
-    for (name, why) in diff.left_alone() {
-        println!("left kernels/{name} alone: {why}");
-    }
-    if diff.is_clean() {
-        println!("kernels/ is up to date ({} kernels)", expected.len());
-    } else if args.check {
-        eprintln!("kernelbook: kernels/ is out of date; run `kernelbook tangle`");
-        return Ok(ExitCode::FAILURE);
-    } else if !diff.blocked.is_empty() {
-        eprintln!(
+    if !diff.blocked.is_empty() {
+        output::notice(&format!(
             "kernelbook: {} kernel(s) not written: move the files named above away (or delete \
              them) and run `kernelbook tangle` again",
             diff.blocked.len()
-        );
-        return Ok(ExitCode::FAILURE);
+        ));
+        return Ok(output::verdict(printed, ExitCode::FAILURE)?);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(output::verdict(printed, ExitCode::SUCCESS)?)
 }

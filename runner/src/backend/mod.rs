@@ -317,6 +317,24 @@ pub enum BackendChoice {
 #[error("unknown device `{0}` (use auto, cuda or hip)")]
 pub struct UnknownBackend(pub String);
 
+/// The environment variable that chooses the device where `--device` does not.
+pub const DEVICE_ENV: &str = "KERNELBOOK_DEVICE";
+
+impl BackendChoice {
+    /// The device [`DEVICE_ENV`] names: `None` where it is unset or empty, an error for any
+    /// other value than `auto`, `cuda` or `hip` (one that is not UTF-8 included).
+    pub fn from_env() -> Result<Option<BackendChoice>, UnknownBackend> {
+        match std::env::var_os(DEVICE_ENV) {
+            None => Ok(None),
+            Some(value) if value.is_empty() => Ok(None),
+            Some(value) => match value.to_str() {
+                Some(text) => text.parse().map(Some),
+                None => Err(UnknownBackend(value.to_string_lossy().into_owned())),
+            },
+        }
+    }
+}
+
 impl std::str::FromStr for BackendChoice {
     type Err = UnknownBackend;
     fn from_str(text: &str) -> Result<Self, UnknownBackend> {

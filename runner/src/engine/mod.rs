@@ -16,7 +16,7 @@ mod progress;
 mod results;
 mod sample;
 
-pub use progress::{Progress, Quiet, StageLog};
+pub use progress::{Progress, Quiet, StageLog, notice};
 pub use results::{failed_result, lab_results, provenance, result_template};
 
 use crate::backend::{Compiler, Device, DeviceError};

@@ -20,15 +20,26 @@ pub struct Quiet;
 impl Progress for Quiet {}
 
 /// Writes one line per stage and variant to stderr: for builds, where a progress bar would
-/// garble mdBook's own output.
+/// garble mdBook's own output. Best-effort: a closed or full stderr must not stop a build.
 #[derive(Debug, Default)]
 pub struct StageLog;
 
 impl Progress for StageLog {
     fn stage(&mut self, message: &str) {
-        eprintln!("kernelbook: {message}");
+        notice(&format!("kernelbook: {message}"));
     }
     fn variant(&mut self, index: usize, total: usize, name: &str) {
-        eprintln!("kernelbook:   [{}/{total}] {name}", index + 1);
+        notice(&format!("kernelbook:   [{}/{total}] {name}", index + 1));
     }
+}
+
+/// Writes `line` to stderr, control characters escaped (lab titles and variant names come from
+/// lab files); if stderr is closed or full, nothing: these are notices, and the build goes on.
+pub fn notice(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(
+        std::io::stderr().lock(),
+        "{}",
+        kernelbook_core::terminal::safe(line)
+    );
 }

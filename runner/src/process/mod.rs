@@ -4,7 +4,9 @@
 //!
 //! - [`spawn`] starts a [`Command`] with piped stdin, stdout and stderr, in a process group of
 //!   its own where [`Spawn::own_group`] asks, so that killing it kills what it started too
-//!   (Triton's compilers, the program ncu profiles);
+//!   (Triton's compilers, the program ncu profiles); [`spawn_with_channel`] gives the child a
+//!   private pipe to answer on ([`CHANNEL_FD`]), its stdout joined to its stderr, so that
+//!   whatever else it prints (a kernel's `printf`) cannot garble its answers;
 //! - [`ChildProcess::json_lines`], [`lines`](ChildProcess::lines) and
 //!   [`stdout_to_end`](ChildProcess::stdout_to_end) read stdout on a thread of their own into an
 //!   [`Incoming`], received under a deadline; [`read_json_lines`] and friends read any other pipe;
@@ -57,8 +59,8 @@ use unix as sys;
 pub use read::{Incoming, StderrTail, read_json_lines, read_lines, read_to_end};
 
 use serde::de::DeserializeOwned;
-use std::io::{self, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::io::{self, Read, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// How to start a child.
@@ -71,18 +73,51 @@ pub struct Spawn {
     pub stderr_lines: usize,
 }
 
+/// The descriptor on which a child started by [`spawn_with_channel`] finds the write end of its
+/// private channel to the parent.
+pub const CHANNEL_FD: i32 = 3;
+
+/// The environment variable that tells such a child its channel's descriptor
+/// ([`channel_to_parent`]); no other child has it.
+pub const CHANNEL_ENV: &str = "KERNELBOOK_CHANNEL_FD";
+
 /// Starts `command` with stdin, stdout and stderr piped (whatever `command` said of them), its
 /// stderr read at once into a [`StderrTail`]. On Linux it dies when this process does.
 pub fn spawn(mut command: Command, how: Spawn) -> io::Result<ChildProcess> {
+    command.env_remove(CHANNEL_ENV);
+    start(command, how, None)
+}
+
+/// As [`spawn`], and the child answers on a pipe of its own: it finds the pipe's write end on
+/// descriptor [`CHANNEL_FD`] ([`CHANNEL_ENV`] says so), its stdout goes where its stderr goes
+/// (into the [`StderrTail`]), and [`ChildProcess::json_lines`], [`lines`](ChildProcess::lines)
+/// and [`stdout_to_end`](ChildProcess::stdout_to_end) read the channel. A print without a
+/// newline, a library's banner, a kernel's `printf`: none of it reaches the channel. Off Unix
+/// it is [`spawn`], the child answering on stdout.
+pub fn spawn_with_channel(mut command: Command, how: Spawn) -> io::Result<ChildProcess> {
+    let channel = sys::give_channel(&mut command)?;
+    start(command, how, channel)
+}
+
+/// The write end of the channel a parent gave this process with [`spawn_with_channel`], if it
+/// did; marked close-on-exec so that this process's own children do not inherit it. Call it
+/// once: the descriptor is owned by what it returns.
+pub fn channel_to_parent() -> Option<std::fs::File> {
+    sys::channel_to_parent()
+}
+
+fn start(mut command: Command, how: Spawn, channel: Option<Pipe>) -> io::Result<ChildProcess> {
     command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = sys::spawn(command, how.own_group)?;
     let stderr = StderrTail::start(child.stderr.take(), how.stderr_lines);
+    let stdout = child.stdout.take().map(|stdout| Pipe(Box::new(stdout)));
     Ok(ChildProcess {
         stdin: child.stdin.take(),
-        stdout: child.stdout.take(),
+        // With a channel, the child's stdout was joined to its stderr: nothing comes here.
+        stdout: channel.or(stdout),
         child,
         own_group: how.own_group,
         status: None,
@@ -108,6 +143,21 @@ pub fn end_children_on_signal() -> io::Result<()> {
     sys::end_children_on_signal()
 }
 
+/// The reading end of a pipe a child writes to.
+pub(crate) struct Pipe(Box<dyn Read + Send>);
+
+impl Read for Pipe {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.read(buf)
+    }
+}
+
+impl std::fmt::Debug for Pipe {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pipe")
+    }
+}
+
 /// A running (or ended, not yet reaped) child and its pipes. Dropping it kills its group and
 /// reaps it.
 #[derive(Debug)]
@@ -119,7 +169,8 @@ pub struct ChildProcess {
     status: Option<ExitStatus>,
     reaped: bool,
     stdin: Option<ChildStdin>,
-    stdout: Option<ChildStdout>,
+    /// What the child answers on: its stdout, or the channel of [`spawn_with_channel`].
+    stdout: Option<Pipe>,
     stderr: StderrTail,
 }
 

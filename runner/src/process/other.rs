@@ -25,3 +25,12 @@ pub(super) fn kill(child: &mut Child, _own_group: bool) {
 pub(super) fn end_children_on_signal() -> io::Result<()> {
     Ok(())
 }
+
+/// No private channel: the child answers on stdout.
+pub(super) fn give_channel(_command: &mut Command) -> io::Result<Option<super::Pipe>> {
+    Ok(None)
+}
+
+pub(super) fn channel_to_parent() -> Option<std::fs::File> {
+    None
+}

@@ -81,6 +81,49 @@ fn a_json_lines_child_is_read_under_a_deadline() {
 }
 
 #[test]
+fn a_channel_child_answers_on_descriptor_3_and_its_stdout_joins_stderr() {
+    let mut child = spawn_with_channel(
+        sh(&format!(
+            r#"printf 'no newline'; echo "{{\"fd\": ${CHANNEL_ENV}}}" >&3; echo ' then stdout'; ls -l /proc/self/fd >&2"#
+        )),
+        Spawn {
+            own_group: false,
+            stderr_lines: 50,
+        },
+    )
+    .expect("spawn");
+    let replies = child.json_lines::<serde_json::Value>();
+    let soon = || Instant::now() + Duration::from_secs(10);
+    assert_eq!(replies.recv_until(soon()), Ok(serde_json::json!({"fd": 3})));
+    assert_eq!(
+        replies.recv_until(soon()),
+        Err(RecvTimeoutError::Disconnected),
+        "the channel ends with the child: no other process holds its write end"
+    );
+    child.wait().expect("wait");
+    assert!(child.stderr().wait_for_end(soon()));
+    let stderr = child.stderr().text();
+    assert!(stderr.contains("no newline then stdout"), "{stderr}");
+    // Stdout is stderr's pipe; the channel is another pipe, on descriptor 3 alone.
+    let target = |fd: &str| {
+        stderr
+            .lines()
+            .find_map(|l| {
+                l.split_once(&format!(" {fd} -> "))
+                    .map(|(_, t)| t.to_string())
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(target("1"), target("2"), "{stderr}");
+    assert!(
+        target("3").starts_with("pipe:") && target("3") != target("1"),
+        "{stderr}"
+    );
+    let channel = format!("-> {}", target("3"));
+    assert_eq!(stderr.matches(&channel).count(), 1, "{stderr}");
+}
+
+#[test]
 fn a_child_that_overruns_is_killed_with_its_whole_group() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pid_file = dir.path().join("pid");

@@ -1,15 +1,22 @@
 //! The Unix side of [`super`]: one spawning thread, the parent-death signal, the registry of
-//! live children that a signal handler kills, and waiting without reaping.
+//! live children that a signal handler kills, waiting without reaping, and the private channel
+//! of [`super::spawn_with_channel`].
 //!
 //! Why a child is reaped only after it was killed: a child's pid (and, for a group leader, its
 //! group id) stays reserved while it is a zombie. So a group is killed, then forgotten by the
 //! registry, then reaped, never the other way round, and a kill can never reach a stranger that
 //! was given a recycled id.
 
+use super::CHANNEL_FD;
+use rustix::io::FdFlags;
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
+use std::fs::File;
 use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::{BorrowedFd, FromRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
@@ -166,6 +173,49 @@ pub(super) fn kill(child: &mut Child, own_group: bool) {
     let mut live = live();
     send_kill(this);
     live.retain(|l| *l != this);
+}
+
+/// A pipe for the child of `command` (see [`super::spawn_with_channel`]): in the child its
+/// write end becomes descriptor [`CHANNEL_FD`] and its stdout a copy of its stderr; returns the
+/// reading end.
+pub(super) fn give_channel(command: &mut Command) -> io::Result<Option<super::Pipe>> {
+    let (reader, writer) = std::io::pipe()?;
+    // Above the standard descriptors, whichever of them this process has closed, so that
+    // setting up the child's stdin, stdout and stderr cannot overwrite it; close-on-exec, so
+    // that no other child inherits it. The copy in this process is closed when `command` is
+    // dropped, once the child has started: then the channel ends when the child does.
+    let writer = rustix::io::fcntl_dupfd_cloexec(&writer, 10)?;
+    command.env(super::CHANNEL_ENV, CHANNEL_FD.to_string());
+    // SAFETY: the closure runs in the forked child before `exec`; it makes two `dup2` system
+    // calls (rustix calls the kernel directly) and neither allocates nor takes a lock. The
+    // `OwnedFd`s for descriptors 1 and CHANNEL_FD only name `dup2`'s targets and are never
+    // dropped, so they close nothing.
+    unsafe {
+        command.pre_exec(move || {
+            let mut stdout = ManuallyDrop::new(OwnedFd::from_raw_fd(1));
+            rustix::io::dup2(BorrowedFd::borrow_raw(2), &mut stdout)?;
+            let mut channel = ManuallyDrop::new(OwnedFd::from_raw_fd(CHANNEL_FD));
+            rustix::io::dup2(&writer, &mut channel)?;
+            Ok(())
+        });
+    }
+    Ok(Some(super::Pipe(Box::new(reader))))
+}
+
+/// See [`super::channel_to_parent`].
+pub(super) fn channel_to_parent() -> Option<File> {
+    static TAKEN: AtomicBool = AtomicBool::new(false);
+    if std::env::var(super::CHANNEL_ENV).ok()? != CHANNEL_FD.to_string()
+        || TAKEN.swap(true, Ordering::SeqCst)
+    {
+        return None;
+    }
+    // SAFETY: borrowed for one `fcntl`, which fails (EBADF) if the descriptor is not open.
+    let fd = unsafe { BorrowedFd::borrow_raw(CHANNEL_FD) };
+    rustix::io::fcntl_setfd(fd, FdFlags::CLOEXEC).ok()?;
+    // SAFETY: the descriptor is open; the parent made it for this process's answers alone, and
+    // nothing else here owns it (`TAKEN`: this is the one owner).
+    Some(unsafe { File::from_raw_fd(CHANNEL_FD) })
 }
 
 /// Whether `pid` is a live child that [`spawn`] started (for tests).

@@ -1,24 +1,45 @@
 //! The measuring child's side: reads [`ChildRequest`]s from stdin, one per line, runs each plan
-//! with the engine and reports on stdout; ends at the end of its input, after a lab fails, or
+//! with the engine and reports on its channel to the parent; ends at the end of its input, after a lab fails, or
 //! once its device is unusable.
 
 use crate::backend::{self, BackendChoice, Compiler, Device};
 use crate::engine::{self, Progress};
+use crate::process;
 use crate::protocol::{ChildRequest, Event};
 use kernelbook_core::results::{Clocks, Provenance, VariantResult};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
 
-/// Writes events to stdout, one JSON line each, flushed at once so the parent sees progress.
-struct EventWriter;
+/// Writes events one JSON line each, at once so the parent sees progress: to the private
+/// channel the runner gave this process ([`process::spawn_with_channel`]), where a kernel's
+/// `printf` to stdout cannot garble them; to stdout where there is none (a child run under ncu,
+/// whose events nobody reads).
+struct EventWriter {
+    channel: Option<std::fs::File>,
+}
 
 impl EventWriter {
+    fn to_parent() -> Self {
+        EventWriter {
+            channel: process::channel_to_parent(),
+        }
+    }
+
     fn send(&mut self, event: &Event) {
-        let mut out = std::io::stdout().lock();
-        if let Ok(line) = serde_json::to_string(event) {
-            // A parent that went away cannot be told anything more.
-            let _ = writeln!(out, "{line}");
-            let _ = out.flush();
+        let Ok(mut line) = serde_json::to_string(event) else {
+            return;
+        };
+        line.push('\n');
+        // A parent that went away cannot be told anything more.
+        match &mut self.channel {
+            Some(channel) => {
+                let _ = channel.write_all(line.as_bytes());
+            }
+            None => {
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(line.as_bytes());
+                let _ = out.flush();
+            }
         }
     }
 }
@@ -64,7 +85,7 @@ struct ChildGpu {
 pub fn child_main() -> ExitCode {
     // A child that another program started (ncu) dies with it, as one this runner started does.
     crate::process::die_with_parent();
-    let mut events = EventWriter;
+    let mut events = EventWriter::to_parent();
     let mut gpu: Option<ChildGpu> = None;
     for line in std::io::stdin().lock().lines() {
         let line = match line {

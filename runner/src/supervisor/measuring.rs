@@ -155,7 +155,8 @@ impl LiveChild {
             own_group: false,
             stderr_lines: STDERR_LINES,
         };
-        let mut process = process::spawn(command, how)
+        // Events come on a channel of their own: what the kernels print cannot garble them.
+        let mut process = process::spawn_with_channel(command, how)
             .map_err(|e| ChildFailure::Spawn(format!("cannot start {}: {e}", exe.display())))?;
         Ok(LiveChild {
             backend,

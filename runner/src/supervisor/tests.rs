@@ -1,5 +1,6 @@
-//! The supervisor against stand-in measuring children (shell scripts that speak the protocol):
-//! one process for many labs, replacement after an unusable device or a crash.
+//! The supervisor against stand-in measuring children (shell scripts that speak the protocol
+//! on descriptor 3, the channel a measuring child answers on): one process for many labs,
+//! replacement after an unusable device or a crash, stray output on stdout ignored.
 
 use super::*;
 use crate::engine::Quiet;
@@ -118,7 +119,7 @@ fn one_process_measures_lab_after_lab() {
         .chain([done(true)])
         .collect();
     reply(dir.path(), "reply", &events);
-    let exe = fake_child(dir.path(), "while read line; do cat reply; done");
+    let exe = fake_child(dir.path(), "while read line; do cat reply >&3; done");
     let process = supervisor(&exe);
     for _ in 0..3 {
         let results = measure(&process);
@@ -140,7 +141,7 @@ fn a_process_whose_device_is_unusable_is_not_asked_again() {
         .chain([done(false)])
         .collect();
     reply(dir.path(), "reply", &events);
-    let exe = fake_child(dir.path(), "read line\ncat reply");
+    let exe = fake_child(dir.path(), "read line\ncat reply >&3");
     let process = supervisor(&exe);
     measure(&process);
     measure(&process);
@@ -161,7 +162,7 @@ fn a_crash_fails_the_running_variant_and_a_fresh_process_measures_the_rest() {
     reply(dir.path(), "second", &second);
     let exe = fake_child(
         dir.path(),
-        "read line\nif [ \"$n\" -eq 1 ]; then cat first; echo 'CUDA_ERROR_ILLEGAL_ADDRESS' >&2; exit 1; fi\ncat second\nwhile read line; do :; done",
+        "read line\nif [ \"$n\" -eq 1 ]; then cat first >&3; echo 'CUDA_ERROR_ILLEGAL_ADDRESS' >&2; exit 1; fi\ncat second >&3\nwhile read line; do :; done",
     );
     let process = supervisor(&exe);
     let results = measure(&process);
@@ -179,4 +180,54 @@ fn a_crash_fails_the_running_variant_and_a_fresh_process_measures_the_rest() {
         ));
     }
     assert_eq!(starts(dir.path()), 2);
+}
+
+/// Before: events came on stdout, where a kernel's `printf` also goes; one without a newline
+/// glued itself to the next event, which was lost (here the device's report, so the lab failed).
+#[test]
+fn a_kernels_printf_does_not_corrupt_the_protocol() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = plan();
+    let events: Vec<Event> = std::iter::once(begin())
+        .chain(variants_from(&lab, 0))
+        .chain([done(true)])
+        .collect();
+    reply(dir.path(), "reply", &events);
+    let exe = fake_child(
+        dir.path(),
+        "while read line; do printf 'thread 0: x = 1'; cat reply >&3; printf '{\"status\": '; done",
+    );
+    let process = supervisor(&exe);
+    for _ in 0..2 {
+        let results = measure(&process);
+        assert_eq!(results.variants.len(), 4);
+        assert_eq!(results.provenance.device.name, "NVIDIA H200");
+    }
+    assert_eq!(starts(dir.path()), 1, "the child stayed usable");
+}
+
+/// A child started without a channel is not told of one, even if this process was.
+#[test]
+fn only_a_channel_child_is_told_of_a_channel() {
+    let mut command = std::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(format!(
+            "echo \"${{{}:-none}}\"",
+            crate::process::CHANNEL_ENV
+        ))
+        .env(crate::process::CHANNEL_ENV, "3");
+    let mut child = crate::process::spawn(
+        command,
+        crate::process::Spawn {
+            own_group: false,
+            stderr_lines: 5,
+        },
+    )
+    .expect("spawn");
+    let line = child
+        .lines()
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("a line");
+    assert_eq!(line, "none");
 }
