@@ -126,7 +126,9 @@ fn in_range(
     value: f64,
     (min, max): (f64, f64),
 ) -> Result<(), InvalidResults> {
-    if value.is_finite() && (min..=max).contains(&value) {
+    // A negative zero would print as "-0" where no figure can be negative.
+    let negative_zero = value == 0.0 && value.is_sign_negative() && min >= 0.0;
+    if value.is_finite() && (min..=max).contains(&value) && !negative_zero {
         Ok(())
     } else {
         Err(InvalidResults::OutOfRange {
@@ -341,7 +343,8 @@ fn validate_samples(
     ];
     for (field, recorded, computed, absolute) in fields {
         let tolerance = absolute + SUMMARY_TOLERANCE * recorded.abs().max(computed.abs());
-        if !recorded.is_finite() || (recorded - computed).abs() > tolerance {
+        let sign_differs = recorded.is_sign_negative() != computed.is_sign_negative();
+        if !recorded.is_finite() || sign_differs || (recorded - computed).abs() > tolerance {
             return Err(InvalidResults::InconsistentSummary {
                 place: place.clone(),
                 field,
@@ -472,6 +475,17 @@ mod tests {
             ),
             "{err}"
         );
+        if let Outcome::Measured { summary, .. } = &mut v.outcome {
+            *summary = Summary::of(&[1.0]).expect("summary");
+            summary.rel_spread = -0.0;
+        }
+        assert!(matches!(
+            with_copy(v.clone()).validate(),
+            Err(InvalidResults::InconsistentSummary {
+                field: "rel_spread",
+                ..
+            })
+        ));
         if let Outcome::Measured {
             summary,
             samples_ms,
@@ -530,6 +544,16 @@ mod tests {
             );
         }
         let mut v = measured("copy", 3_000_000, 1.0);
+        v.counter = Some(CounterResult {
+            unit: "cycles".into(),
+            per: 1,
+            values: vec![-0.0],
+        });
+        assert_eq!(
+            with_copy(v.clone()).validate().map_err(|e| e.to_string()),
+            Err("variant `copy`: a counter value is -0, outside 0 to 1e18".into()),
+            "a negative zero would print as -0.00 (found by views_of_generated_results_are_sound)"
+        );
         v.counter = Some(CounterResult {
             unit: "cycles".into(),
             per: 0,

@@ -271,6 +271,7 @@ pub fn any_time() -> impl Strategy<Value = f64> {
         1 => Just(3.6e6),
         1 => Just(-0.5),
         1 => Just(0.0),
+        1 => Just(-0.0),
         1 => Just(1e-300),
         1 => Just(1.7e308),
         1 => Just(f64::NAN),
