@@ -678,3 +678,27 @@ fn ncu_dies_with_its_parent() {
         children_die_with_their_parent("ncu", signal, "ncu");
     }
 }
+
+#[test]
+fn a_kernels_printf_does_not_corrupt_the_protocol_on_the_gpu() {
+    let Some(_gpu) = gpu_or_skip("a_kernels_printf_does_not_corrupt_the_protocol_on_the_gpu")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Device printf goes to the measuring child's stdout, unterminated and from every launch.
+    let chatty = kernel(
+        "chatty",
+        "if (i == 0) printf(\"{\\\"event\\\": \\\"half a line\"); if (i < n * n) out[(i % n) * n + i / n] = in[i];",
+    );
+    let (lab, kernels) = lab_on_disk(dir.path(), "", &[("chatty", &chatty)]);
+    let results = isolated_runner(dir.path())
+        .measure(&lab, &kernels, &mut Quiet)
+        .expect("the lab is measured");
+    match &results.variant("chatty").expect("chatty").outcome {
+        Outcome::Measured { summary, .. } => {
+            eprintln!("chatty: measured, median {:.4} ms", summary.median_ms)
+        }
+        other => panic!("expected a measurement, got {other:?}"),
+    }
+}
