@@ -52,6 +52,13 @@ enum Command {
 fn main() -> ExitCode {
     // SAFETY: first thing in main, before any thread exists.
     unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if args
+        .get(1)
+        .is_some_and(|arg| arg == kernelbook_runner::process::KEEPER_ARG)
+    {
+        return kernelbook_runner::process::keeper_main(&args[2..]);
+    }
     if std::env::args().nth(1).as_deref() == Some(kernelbook_runner::protocol::CHILD_ARG) {
         return kernelbook_runner::supervisor::child_main();
     }

@@ -66,6 +66,10 @@ fn main() -> ExitCode {
         .skip(1)
         .map(|arg| arg.to_string_lossy().into_owned())
         .collect();
+    if args.first().map(String::as_str) == Some(kernelbook_runner::process::KEEPER_ARG) {
+        let rest: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+        return kernelbook_runner::process::keeper_main(&rest);
+    }
     if args.first().map(String::as_str) == Some(kernelbook_runner::protocol::CHILD_ARG) {
         return kernelbook_runner::supervisor::child_main();
     }

@@ -27,6 +27,9 @@
 //!   child in a group of its own would run on until this process ends, and on other systems
 //!   than Linux after it. [`end_children_on_signal`], called by each binary's `main`, kills every
 //!   live child's group on SIGINT, SIGTERM or SIGHUP, then ends the process as the signal would.
+//! - A child whose own children the parent-death signal cannot reach (`ncu`, a shell script that
+//!   runs the real `ncu`) is started under a keeper ([`under_keeper`]), which kills its whole
+//!   process group when kernelbook ends.
 //!
 //! ```no_run
 //! use kernelbook_runner::process::{self, Spawn};
@@ -45,6 +48,7 @@
 //! // Dropping `child` kills its group and reaps it.
 //! ```
 
+mod keeper;
 #[cfg(not(unix))]
 mod other;
 mod read;
@@ -56,6 +60,7 @@ use other as sys;
 #[cfg(unix)]
 use unix as sys;
 
+pub use keeper::{KEEPER_ARG, keeper_main, under_keeper};
 pub use read::{Incoming, StderrTail, read_json_lines, read_lines, read_to_end};
 
 use serde::de::DeserializeOwned;

@@ -85,6 +85,9 @@ pub(super) fn profile_lab(
             &[OsString::from(crate::protocol::CHILD_ARG)],
         );
         crate::backend::cuda::nvrtc_search::pass_to_child(&mut command);
+        // ncu runs the real ncu as a child of its own, which would outlive a killed kernelbook:
+        // under the keeper, the whole group ends with kernelbook.
+        let command = crate::process::under_keeper(exe, &command);
         let limit = plan.timeout() * batch.len().max(1) as u32 + Duration::from_secs(120);
         let fatal = keep_counters(&mut run, &batch, profile_with_input(command, &body, limit));
         if fatal {
