@@ -970,14 +970,19 @@ impl LabSpec {
         Ok(())
     }
 
-    /// `[timing]`, if given, holds positive numbers.
+    /// `[timing]`, if given, holds numbers in range: a relative error in (0, 0.5], a time limit
+    /// in (0, 3600] seconds.
     fn validate_timing(&self) -> Result<(), LabError> {
         if let Some(timing) = &self.timing {
-            let positive = |value: Option<f64>| value.is_none_or(|v| v.is_finite() && v > 0.0);
-            if !positive(timing.target_rel_error) || !positive(timing.max_wall_s) {
+            // A relative error of 100 % or more says nothing; a day per variant is a typo.
+            let within = |value: Option<f64>, max: f64| {
+                value.is_none_or(|v| v.is_finite() && v > 0.0 && v <= max)
+            };
+            if !within(timing.target_rel_error, 0.5) || !within(timing.max_wall_s, 3600.0) {
                 return Err(self.error_at(
                     "[timing]",
-                    "[timing] takes positive numbers: target_rel_error (0.02 = 2 %) and max_wall_s (seconds)",
+                    "[timing] takes target_rel_error above 0 and at most 0.5 (0.02 = 2 %), and \
+                     max_wall_s above 0 and at most 3600 seconds",
                 ));
             }
         }
@@ -1423,6 +1428,32 @@ mod tests {
         let err = parse(&COPY.replace("[params]", "[timing]\nmax_samples = 5\n\n[params]"))
             .expect_err("unknown key");
         assert!(err.message.contains("max_samples"), "{}", err.message);
+    }
+
+    #[test]
+    fn timing_settings_out_of_range_are_errors_at_the_timing_table() {
+        for timing in [
+            "max_wall_s = 1e300",
+            "max_wall_s = 86400",
+            "max_wall_s = -1",
+            "max_wall_s = nan",
+            "target_rel_error = 1",
+            "target_rel_error = inf",
+        ] {
+            let text = COPY.replace("[params]", &format!("[timing]\n{timing}\n\n[params]"));
+            let err = parse(&text).expect_err(timing);
+            assert_eq!(err.line, 7, "{timing}: {}", err.message);
+            assert!(
+                err.message.contains("at most 3600 seconds"),
+                "{}",
+                err.message
+            );
+        }
+        let text = COPY.replace(
+            "[params]",
+            "[timing]\nmax_wall_s = 3600\ntarget_rel_error = 0.5\n\n[params]",
+        );
+        assert!(parse(&text).is_ok(), "the limits themselves are allowed");
     }
 
     #[test]
