@@ -106,8 +106,8 @@ const KEYS: &[&str] = &[
 
 /// Printable text without `i` and `N`, so that no generated word reads as "inf" or "NaN" (the
 /// views' property looks for those).
-const TEXT8: &str = "[ -hj-MO-~]{0,8}";
-const TEXT20: &str = "[ -hj-MO-~]{0,20}";
+const TEXT8: &str = "[ -MO-hj-~]{0,8}";
+const TEXT20: &str = "[ -MO-hj-~]{0,20}";
 
 /// One way of damaging a results file.
 #[derive(Debug, Clone)]
