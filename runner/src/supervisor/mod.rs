@@ -157,6 +157,10 @@ impl Supervisor {
                 progress,
             ));
         }
+        // What the book would distrust on load is not shown now either, nor cached.
+        results.validate().map_err(|err| {
+            RunError::lab(&plan.lab, format!("the measurement is implausible: {err}"))
+        })?;
         Ok(results)
     }
 
