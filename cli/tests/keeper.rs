@@ -12,8 +12,9 @@ fn alive(pid: u32) -> bool {
         .is_some_and(|state| state != 'Z')
 }
 
-/// The pids of every process whose command line contains `needle`.
-fn pids_with(needle: &str) -> Vec<u32> {
+/// The pids of every live process whose command line is exactly `words` (arguments joined by
+/// spaces): the shells and the keeper that mention the same words in a longer line are not it.
+fn pids_with(words: &str) -> Vec<u32> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -22,9 +23,7 @@ fn pids_with(needle: &str) -> Vec<u32> {
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| {
             std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|raw| {
-                String::from_utf8_lossy(&raw)
-                    .replace('\0', " ")
-                    .contains(needle)
+                String::from_utf8_lossy(&raw).replace('\0', " ").trim_end() == words
             })
         })
         .filter(|pid| alive(*pid))
