@@ -27,6 +27,9 @@ pub enum Language {
     Cuda,
     /// Python (a Triton kernel and its launcher), run by a `python3` with torch and Triton.
     Python,
+    /// A NumPy reference (` ```python reference=NAME `): the expected output of a lab's check,
+    /// computed by a `python3` with NumPy.
+    PythonReference,
 }
 
 impl Language {
@@ -34,7 +37,7 @@ impl Language {
     pub fn extension(self) -> &'static str {
         match self {
             Language::Cuda => "cu",
-            Language::Python => "py",
+            Language::Python | Language::PythonReference => "py",
         }
     }
 }

@@ -171,6 +171,10 @@ pub struct VariantResult {
     /// A value the kernel measured itself, one per timed sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counter: Option<CounterResult>,
+    /// How its output was checked, in words ("bit for bit against the NumPy reference `axpy`");
+    /// absent in files written before checks said so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checked: Option<String>,
     /// Fingerprints of the other kernels the variant launches (setup and later stages).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub other_kernels: std::collections::BTreeMap<String, String>,
@@ -284,6 +288,9 @@ pub enum FailureStage {
     Crash,
     /// The variant ran past the lab's time limit and was stopped.
     Timeout,
+    /// The check's reference gave no expected output (a NumPy reference raised, or the
+    /// variant it is checked against failed).
+    Reference,
 }
 
 impl FailureStage {
@@ -296,6 +303,7 @@ impl FailureStage {
             FailureStage::Timing => "timing",
             FailureStage::Crash => "the process running it",
             FailureStage::Timeout => "the time limit",
+            FailureStage::Reference => "the check's reference",
         }
     }
 }
@@ -412,6 +420,7 @@ pub(crate) mod tests {
             implementation: None,
             work: None,
             counter: None,
+            checked: None,
             other_kernels: Default::default(),
         }
     }

@@ -12,6 +12,12 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
+mod check;
+pub use check::{
+    AgainstCheck, ArgValue, BuiltinCheck, CheckKind, CheckSpec, CompareRule, CompareSpec,
+    PythonCheck, SAMPLED_ELEMENTS,
+};
+
 /// A lab file, parsed and checked.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -327,111 +333,6 @@ pub enum Fill {
     Zero,
 }
 
-/// The CPU reference a lab's output is checked against. Most are compared bit for bit; those
-/// whose floats a GPU may round differently (`tanhf`, a compiler's choice of fused operations)
-/// within a tolerance ([`CheckSpec::tolerance`]).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(tag = "reference", rename_all = "snake_case", deny_unknown_fields)]
-pub enum CheckSpec {
-    /// `output` must equal `input`, bit for bit.
-    Copy { input: String, output: String },
-    /// `output` (cols × rows) must be the transpose of `input` (rows × cols), bit for bit.
-    Transpose {
-        input: String,
-        output: String,
-        rows: Expr,
-        cols: Expr,
-    },
-    /// `output[i]` must be `input[i * stride]` for `i < count`, bit for bit.
-    StridedGather {
-        input: String,
-        output: String,
-        count: Expr,
-        stride: Expr,
-    },
-    /// `output[i] = factor * input[i]` (f32): one IEEE multiply, so bit for bit.
-    Scale {
-        input: String,
-        output: String,
-        factor: Expr,
-    },
-    /// Column sums of each 32-row strip of an n × n f32 matrix:
-    /// `output[t * n + c] = Σ_{r < 32} input[(32 t + r) * n + c]`, added in row order, so bit for
-    /// bit (a sum in another order rounds differently, and the drill asks for this order).
-    ColumnSums {
-        input: String,
-        output: String,
-        n: Expr,
-    },
-    /// The shared-memory column-read microbenchmark (u32, wrapping): block `b` stages
-    /// `tile[i][j] = input[b * 1024 + 32 i + j]` and thread (x, y) of its 32 × 8 threads writes
-    /// `output[b * 256 + 32 y + x] = Σ_{r < reps} tile[x][(y + r) mod 32]`.
-    SharedColumnReads {
-        input: String,
-        output: String,
-        blocks: Expr,
-        reps: Expr,
-    },
-    /// The register-pressure kernel (f32): 64 accumulators per element, `iters` rounds of
-    /// `acc[k] = fma(acc[k], 0.999, 0.001 * acc[(k + 7) mod 64])` in order, then their sum.
-    RegisterPressure {
-        input: String,
-        output: String,
-        count: Expr,
-        iters: Expr,
-    },
-    /// A pointer chase over `nodes` slots `spacing` u32 apart, visited in the order of
-    /// [`chase_slot`]: after `warm` warm-up steps and `steps` more, `output[0]` is the index
-    /// reached.
-    PointerChase {
-        output: String,
-        nodes: Expr,
-        spacing: Expr,
-        warm: Expr,
-        steps: Expr,
-    },
-    /// Each `tile` × `tile` block of an n × n f32 matrix plus its own transpose:
-    /// `output[r][c] = input[r][c] + input[r0 + (c - c0)][c0 + (r - r0)]` for the block at
-    /// (r0, c0); one add, so bit for bit.
-    TileSymmetrize {
-        input: String,
-        output: String,
-        n: Expr,
-        tile: Expr,
-    },
-    /// `output[0]` = `times` × (Σ input[0..count]), u32 wrapping.
-    WrappingSum {
-        input: String,
-        output: String,
-        count: Expr,
-        times: Expr,
-    },
-    /// `output = dropout(gelu(input + bias))` over a rows × cols f32 matrix, bias per column,
-    /// GELU in its tanh form, an element dropped when `dropout_hash(seed, i) < threshold` and the
-    /// rest scaled by 2^32 / (2^32 − threshold).
-    BiasGeluDropout {
-        input: String,
-        bias: String,
-        output: String,
-        rows: Expr,
-        cols: Expr,
-        threshold: Expr,
-        seed: Expr,
-    },
-    /// `chains` independent FMA chains per element: `v_k = input[i] + k`, then `rounds` times
-    /// `v_k = fma(v_k, 0.9999, 0.0001)`, and `output[i] = Σ_k v_k` in order (bit for bit: a fused
-    /// multiply-add rounds once everywhere).
-    FmaChains {
-        input: String,
-        output: String,
-        count: Expr,
-        chains: Expr,
-        rounds: Expr,
-    },
-}
-
-/// About how many elements a sampled check compares ([`CheckSpec::sample_stride`]).
-pub const SAMPLED_ELEMENTS: usize = 16384;
 
 /// The slot a pointer chase over `nodes` slots (a power of two) visits at position `k` of its
 /// lap: a bijection of `0..nodes` that scatters neighbours (odd multiply, then xor-shift, twice),
@@ -457,138 +358,6 @@ pub fn dropout_hash(seed: u32, i: u32) -> u32 {
     h = h.wrapping_mul(0xC2B2_AE35);
     h ^= h >> 16;
     h
-}
-
-impl CheckSpec {
-    /// The buffers the reference reads (host copies of random-filled buffers).
-    pub fn inputs(&self) -> Vec<&str> {
-        match self {
-            CheckSpec::Copy { input, .. }
-            | CheckSpec::Transpose { input, .. }
-            | CheckSpec::StridedGather { input, .. }
-            | CheckSpec::Scale { input, .. }
-            | CheckSpec::ColumnSums { input, .. }
-            | CheckSpec::SharedColumnReads { input, .. }
-            | CheckSpec::RegisterPressure { input, .. }
-            | CheckSpec::WrappingSum { input, .. }
-            | CheckSpec::TileSymmetrize { input, .. }
-            | CheckSpec::FmaChains { input, .. } => vec![input],
-            CheckSpec::BiasGeluDropout { input, bias, .. } => vec![input, bias],
-            CheckSpec::PointerChase { .. } => Vec::new(),
-        }
-    }
-
-    pub fn output(&self) -> &str {
-        match self {
-            CheckSpec::Copy { output, .. }
-            | CheckSpec::Transpose { output, .. }
-            | CheckSpec::StridedGather { output, .. }
-            | CheckSpec::Scale { output, .. }
-            | CheckSpec::ColumnSums { output, .. }
-            | CheckSpec::SharedColumnReads { output, .. }
-            | CheckSpec::RegisterPressure { output, .. }
-            | CheckSpec::PointerChase { output, .. }
-            | CheckSpec::WrappingSum { output, .. }
-            | CheckSpec::TileSymmetrize { output, .. }
-            | CheckSpec::BiasGeluDropout { output, .. }
-            | CheckSpec::FmaChains { output, .. } => output,
-        }
-    }
-
-    /// The size expressions of the reference, with their names.
-    pub fn exprs(&self) -> Vec<(&'static str, &Expr)> {
-        match self {
-            CheckSpec::Copy { .. } => Vec::new(),
-            CheckSpec::Transpose { rows, cols, .. } => vec![("rows", rows), ("cols", cols)],
-            CheckSpec::StridedGather { count, stride, .. } => {
-                vec![("count", count), ("stride", stride)]
-            }
-            CheckSpec::Scale { factor, .. } => vec![("factor", factor)],
-            CheckSpec::ColumnSums { n, .. } => vec![("n", n)],
-            CheckSpec::SharedColumnReads { blocks, reps, .. } => {
-                vec![("blocks", blocks), ("reps", reps)]
-            }
-            CheckSpec::RegisterPressure { count, iters, .. } => {
-                vec![("count", count), ("iters", iters)]
-            }
-            CheckSpec::PointerChase {
-                nodes,
-                spacing,
-                warm,
-                steps,
-                ..
-            } => vec![
-                ("nodes", nodes),
-                ("spacing", spacing),
-                ("warm", warm),
-                ("steps", steps),
-            ],
-            CheckSpec::WrappingSum { count, times, .. } => vec![("count", count), ("times", times)],
-            CheckSpec::TileSymmetrize { n, tile, .. } => vec![("n", n), ("tile", tile)],
-            CheckSpec::BiasGeluDropout {
-                rows,
-                cols,
-                threshold,
-                seed,
-                ..
-            } => vec![
-                ("rows", rows),
-                ("cols", cols),
-                ("threshold", threshold),
-                ("seed", seed),
-            ],
-            CheckSpec::FmaChains {
-                count,
-                chains,
-                rounds,
-                ..
-            } => vec![("count", count), ("chains", chains), ("rounds", rounds)],
-        }
-    }
-
-    /// Which output elements the check compares: every one (1), or, for references whose CPU
-    /// cost equals the kernel's whole arithmetic (a compute-bound kernel), about
-    /// [`SAMPLED_ELEMENTS`] evenly spread ones. The stride is odd, so the sample falls on every
-    /// lane position of a warp and every residue of a power-of-two block.
-    pub fn sample_stride(&self, params: &crate::expr::Params) -> Result<usize, ExprError> {
-        let count = match self {
-            CheckSpec::RegisterPressure { count, .. } | CheckSpec::FmaChains { count, .. } => {
-                count.eval(params)?
-            }
-            _ => return Ok(1),
-        };
-        let stride = usize::try_from(count).unwrap_or(0) / SAMPLED_ELEMENTS;
-        Ok(if stride <= 1 { 1 } else { stride | 1 })
-    }
-
-    /// `(relative, absolute)` tolerance for references whose floats a GPU may round
-    /// differently; `None` means bit for bit.
-    pub fn tolerance(&self) -> Option<(f64, f64)> {
-        match self {
-            CheckSpec::RegisterPressure { .. } => Some((1e-5, 1e-6)),
-            CheckSpec::BiasGeluDropout { .. } => Some((1e-5, 1e-6)),
-            _ => None,
-        }
-    }
-
-    /// The name lab files give the reference (`reference = "transpose"`, the serde tag), by
-    /// which the runner finds its CPU reference.
-    pub fn reference_name(&self) -> &'static str {
-        match self {
-            CheckSpec::Copy { .. } => "copy",
-            CheckSpec::Transpose { .. } => "transpose",
-            CheckSpec::StridedGather { .. } => "strided_gather",
-            CheckSpec::Scale { .. } => "scale",
-            CheckSpec::ColumnSums { .. } => "column_sums",
-            CheckSpec::SharedColumnReads { .. } => "shared_column_reads",
-            CheckSpec::RegisterPressure { .. } => "register_pressure",
-            CheckSpec::PointerChase { .. } => "pointer_chase",
-            CheckSpec::TileSymmetrize { .. } => "tile_symmetrize",
-            CheckSpec::WrappingSum { .. } => "wrapping_sum",
-            CheckSpec::BiasGeluDropout { .. } => "bias_gelu_dropout",
-            CheckSpec::FmaChains { .. } => "fma_chains",
-        }
-    }
 }
 
 /// Operations the runner provides itself, as peers of the course's kernels. Each takes
@@ -831,8 +600,26 @@ impl LabSpec {
         self.buffers.iter().find(|b| b.name == name)
     }
 
-    /// The kernels of the book this lab runs, in variant order, with the line naming each.
+    /// The blocks of the book this lab names, with the line naming each: the kernels it runs,
+    /// in variant order, then the NumPy references its checks call.
     pub fn kernel_refs(&self) -> Vec<(&str, usize)> {
+        let mut refs = self.launched_kernel_refs();
+        let checks = std::iter::once(&self.check).chain(self.variants.iter().filter_map(|v| v.check.as_ref()));
+        for block in checks.filter_map(CheckSpec::python_block) {
+            if refs.iter().any(|(name, _)| *name == block) {
+                continue;
+            }
+            let line = self
+                .text
+                .find(&format!("\"{block}\""))
+                .map_or(1, |offset| line_of_offset(&self.text, offset));
+            refs.push((block, line));
+        }
+        refs
+    }
+
+    /// The kernels of the book this lab runs, in variant order, with the line naming each.
+    fn launched_kernel_refs(&self) -> Vec<(&str, usize)> {
         fn at<'a>(text: &str, k: &'a Spanned<String>) -> (&'a str, usize) {
             (k.get_ref().as_str(), line_of_offset(text, k.span().start))
         }
@@ -930,6 +717,7 @@ impl LabSpec {
         self.validate_timing()?;
         self.validate_check(&self.check, "[check]")?;
         self.validate_variants()?;
+        self.validate_against()?;
         self.validate_summary_references()?;
         self.validate_exercise()?;
         self.validate_plot()?;
@@ -1186,7 +974,7 @@ impl LabSpec {
                 ),
             ));
         }
-        if builtin.is_copy() && !matches!(self.check_for(variant), CheckSpec::Copy { .. }) {
+        if builtin.is_copy() && !matches!(self.check_for(variant).as_builtin(), Some(BuiltinCheck::Copy { .. })) {
             return Err(self.variant_error(
                 variant,
                 format!(
@@ -1196,7 +984,10 @@ impl LabSpec {
                 ),
             ));
         }
-        if !builtin.is_copy() && !matches!(self.check_for(variant), CheckSpec::Transpose { .. }) {
+        if !builtin.is_copy() && !matches!(
+                self.check_for(variant).as_builtin(),
+                Some(BuiltinCheck::Transpose { .. })
+            ) {
             return Err(self.variant_error(
                 variant,
                 format!(
@@ -1331,33 +1122,166 @@ impl LabSpec {
     }
 
     fn validate_check(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
-        let inputs = check.inputs();
+        let inputs: Vec<&str> = match &check.kind {
+            CheckKind::Builtin(builtin) => builtin.inputs(),
+            CheckKind::Python(python) => python
+                .inputs
+                .iter()
+                .flatten()
+                .map(String::as_str)
+                .collect(),
+            CheckKind::Against(_) => Vec::new(),
+        };
         let roles = inputs
             .iter()
             .map(|name| ("input", *name))
             .chain([("output", check.output())]);
         for (role, name) in roles {
-            let line_of_name = format!("= \"{name}\"");
-            let near = if self.text.contains(&line_of_name) {
-                line_of_name.as_str()
+            let line_of_name = format!("\"{name}\"");
+            let near = if self.text.contains(&format!("= {line_of_name}")) {
+                format!("= {line_of_name}")
+            } else if self.text.contains(&line_of_name) {
+                line_of_name
             } else {
-                near
+                near.to_string()
             };
             match self.buffer(name) {
                 None => {
                     return Err(self.error_at(
-                        near,
+                        &near,
                         format!("the check names buffer `{name}`, which the lab does not define"),
                     ));
                 }
                 Some(buffer) if role == "input" && buffer.fill == Fill::Poison => {
-                    return Err(self.error_at(near, format!("the check's input `{name}` is a poisoned buffer; give it `fill = \"random\"`")));
+                    return Err(self.error_at(&near, format!("the check's input `{name}` is a poisoned buffer; give it `fill = \"random\"`")));
                 }
                 Some(_) => {}
             }
         }
-        for (name, expr) in check.exprs() {
-            self.check_expr(expr, &format!("check.{name}"))?;
+        match &check.kind {
+            CheckKind::Builtin(builtin) => {
+                for (name, expr) in builtin.exprs() {
+                    self.check_expr(expr, &format!("check.{name}"))?;
+                }
+            }
+            CheckKind::Python(python) => self.validate_python_check(python, near)?,
+            CheckKind::Against(against) => {
+                if self.variant(&against.against).is_none() {
+                    return Err(self.error_at(
+                        &format!("\"{}\"", against.against),
+                        format!(
+                            "the check is against variant `{}`, which the lab does not have",
+                            against.against
+                        ),
+                    ));
+                }
+            }
+        }
+        self.validate_compare(check, near)
+    }
+
+    /// A NumPy check names its block by a Python identifier, and its arguments are numbers or
+    /// expressions of the parameters, named unlike any buffer (the function receives both).
+    fn validate_python_check(&self, python: &PythonCheck, near: &str) -> Result<(), LabError> {
+        let identifier = |name: &str| {
+            name.chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        if !identifier(&python.python) {
+            return Err(self.error_at(
+                near,
+                format!(
+                    "python = \"{}\" must name a ```python reference=NAME block by a Python identifier",
+                    python.python
+                ),
+            ));
+        }
+        for (name, value) in &python.args {
+            if self.buffer(name).is_some() || !identifier(name) {
+                return Err(self.error_at(
+                    name,
+                    format!(
+                        "check argument `{name}` must be an identifier unlike any buffer's name (the reference receives both by name)"
+                    ),
+                ));
+            }
+            if let ArgValue::Expr(expr) = value {
+                self.check_expr(expr, &format!("check.args.{name}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A comparison's numbers are in range, a tolerance compares floats, and a sample stride is
+    /// at least 1.
+    fn validate_compare(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
+        let Some(compare) = &check.compare else {
+            return Ok(());
+        };
+        let here = if self.text.contains("compare") {
+            "compare"
+        } else {
+            near
+        };
+        if let Some(problem) = compare.rule.problem() {
+            return Err(self.error_at(here, problem));
+        }
+        let output = self.buffer(check.output()).map(|b| b.elem);
+        if compare.rule.is_tolerant() && !matches!(output, Some(ElemType::F32 | ElemType::F64)) {
+            return Err(self.error_at(
+                here,
+                format!(
+                    "a tolerance compares floats; output `{}` holds integers (compare them exactly)",
+                    check.output()
+                ),
+            ));
+        }
+        if let Some(every) = &compare.every {
+            self.check_expr(every, "compare.every")?;
+            if every.eval(&self.params).is_ok_and(|n| n < 1) {
+                return Err(self.error_at(
+                    every.as_str(),
+                    format!("compare.every `{every}` must be at least 1"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// No variant's check leads, through `against`, back to itself: a variant is checked
+    /// against a trusted one (whose own check is against itself, through the lab's check, or a
+    /// reference), never in a circle.
+    fn validate_against(&self) -> Result<(), LabError> {
+        for variant in &self.variants {
+            if let Some(check) = &variant.check
+                && check.against() == Some(variant.name.as_str())
+            {
+                return Err(self.variant_error(
+                    variant,
+                    format!("variant `{}` is checked against itself", variant.name),
+                ));
+            }
+            let mut path = vec![variant.name.as_str()];
+            let mut current = variant;
+            while let Some(next) = self.check_for(current).against() {
+                if next == current.name {
+                    break; // the trusted variant of the lab's check
+                }
+                if path.contains(&next) {
+                    path.push(next);
+                    return Err(self.variant_error(
+                        variant,
+                        format!("checks go round in a circle: {}", path.join(" → ")),
+                    ));
+                }
+                path.push(next);
+                let Some(found) = self.variant(next) else {
+                    break; // reported by validate_check
+                };
+                current = found;
+            }
         }
         Ok(())
     }

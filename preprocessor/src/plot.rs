@@ -445,6 +445,7 @@ plot_x = 8
             implementation: None,
             work: None,
             counter: None,
+            checked: None,
             other_kernels: Default::default(),
         }
     }

@@ -5,7 +5,7 @@ use crate::include::{self, Annotated};
 use crate::render::{Templates, lab_view, planned_view};
 use crate::scan::{BookIndex, ChapterScan, Directive, Origins, ScanError, continuation_prefix};
 use anyhow::{Context, bail};
-use kernelbook_core::KernelSource;
+use kernelbook_core::{KernelSource, Language};
 use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
 use kernelbook_runner::engine::Progress;
 use kernelbook_runner::{LabOutcome, LabRequest, Runner};
@@ -432,12 +432,18 @@ pub fn chapter_edits(
         }
     }
     for block in &scan.kernels {
-        edits.push((block.info_range.clone(), "cpp".into()));
+        let (highlight, what) = match block.kernel.language {
+            Language::Cuda => ("cpp", "Kernel"),
+            Language::Python => ("python", "Kernel"),
+            Language::PythonReference => ("python", "NumPy reference"),
+        };
+        edits.push((block.info_range.clone(), highlight.into()));
         let caption = format!(
-            "<p class=\"kernelbook-kernel\">Kernel <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.cu</code></p>",
+            "<p class=\"kernelbook-kernel\">{what} <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.{}</code></p>",
             block.kernel.name,
             escape_html(&block.kernel.origin.to_string()).replace(['\n', '\r'], " "),
-            block.kernel.name
+            block.kernel.name,
+            block.kernel.language.extension(),
         );
         let prefix = &block.place.prefix;
         let inserted = if block.place.in_container {

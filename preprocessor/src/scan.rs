@@ -409,45 +409,50 @@ fn parse_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Directi
 }
 
 /// Reads a fenced block's info string: `Ok(Some((name, language)))` for a kernel block
-/// (` ```cuda kernel=NAME ` or ` ```python kernel=NAME `), `Ok(None)` for any other block, `Err`
-/// for a kernel-language block whose attributes are malformed. A Python block without
-/// `kernel=` is ordinary code to read.
+/// (` ```cuda kernel=NAME ` or ` ```python kernel=NAME `) or a NumPy reference
+/// (` ```python reference=NAME `), `Ok(None)` for any other block, `Err` for a kernel-language
+/// block whose attributes are malformed. A Python block with neither is ordinary code to read.
 pub fn parse_info(info: &str) -> Result<Option<(String, Language)>, String> {
     let mut words = info.split_whitespace();
     let Some(language) = words.next() else {
         return Ok(None);
     };
-    let language = if CUDA_LANGUAGES.contains(&language) {
-        Language::Cuda
-    } else if language == "python" {
-        if !info.contains("kernel=") {
-            return Ok(None);
-        }
-        Language::Python
-    } else {
+    let cuda = CUDA_LANGUAGES.contains(&language);
+    if !cuda && (language != "python" || !(info.contains("kernel=") || info.contains("reference=")))
+    {
         return Ok(None);
-    };
-    let mut name = None;
+    }
+    let mut named: Option<(String, Language)> = None;
     for word in words {
-        match word.split_once('=') {
-            Some(("kernel", value)) => {
-                if !is_c_identifier(value) {
-                    return Err(format!(
-                        "kernel name `{value}` must be a C identifier (it is the `extern \"C\"` entry point)"
-                    ));
-                }
-                if name.replace(value.to_string()).is_some() {
-                    return Err("the info string names `kernel=` twice".into());
-                }
-            }
+        let (attribute, value) = word.split_once('=').unwrap_or((word, ""));
+        let language = match attribute {
+            "kernel" if cuda => Language::Cuda,
+            "kernel" => Language::Python,
+            "reference" if !cuda => Language::PythonReference,
             _ => {
+                let takes = if cuda {
+                    "`kernel=NAME`"
+                } else {
+                    "`kernel=NAME` or `reference=NAME`"
+                };
                 return Err(format!(
-                    "unknown attribute `{word}` in the info string `{info}` (kernel blocks take `kernel=NAME`)"
+                    "unknown attribute `{word}` in the info string `{info}` (these blocks take {takes})"
                 ));
             }
+        };
+        if !is_c_identifier(value) {
+            return Err(format!(
+                "{attribute} name `{value}` must be an identifier (a kernel's is its `extern \"C\"` entry point, a reference's its Python function)"
+            ));
+        }
+        if named.replace((value.to_string(), language)).is_some() {
+            return Err(
+                "the info string names a block twice (one `kernel=` or `reference=` per block)"
+                    .into(),
+            );
         }
     }
-    Ok(name.map(|name| (name, language)))
+    Ok(named)
 }
 
 fn is_c_identifier(word: &str) -> bool {

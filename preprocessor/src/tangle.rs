@@ -107,7 +107,9 @@ pub fn tangled_files(index: &BookIndex) -> BTreeMap<String, String> {
         .map(|kernel| {
             let marker = match kernel.language {
                 kernelbook_core::Language::Cuda => MARKER,
-                kernelbook_core::Language::Python => PYTHON_MARKER,
+                kernelbook_core::Language::Python | kernelbook_core::Language::PythonReference => {
+                    PYTHON_MARKER
+                }
             };
             let origin = format!("{}:{}", kernel.origin.file.display(), kernel.origin.line);
             let contents = tangled_contents(marker, &origin, &kernel.source);

@@ -511,7 +511,7 @@ fn failure_advice(stage: FailureStage) -> &'static str {
              the buffer's length."
         }
         FailureStage::Timeout => " Look for a loop that never ends.",
-        FailureStage::Compile | FailureStage::Timing => "",
+        FailureStage::Compile | FailureStage::Timing | FailureStage::Reference => "",
     }
 }
 
@@ -1015,6 +1015,7 @@ mod tests {
             &mut device,
             &FakeCompiler,
             &options,
+            &mut crate::engine::tests::NoPython,
             &mut Quiet,
         )
         .expect("measured")

@@ -292,6 +292,7 @@ mod tests {
             implementation: None,
             work: None,
             counter: None,
+            checked: None,
             other_kernels: Default::default(),
         }
     }

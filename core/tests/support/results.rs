@@ -456,6 +456,7 @@ fn variant(names: Vec<String>) -> impl Strategy<Value = VariantResult> {
                     implementation: None,
                     work,
                     counter,
+                    checked: None,
                     other_kernels: Default::default(),
                 }
             },

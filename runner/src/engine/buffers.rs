@@ -2,7 +2,7 @@
 
 use super::EngineError;
 use crate::backend::{BufferId, Device};
-use crate::plan::LabPlan;
+use crate::plan::{LabPlan, ReferencePlan};
 use crate::references::{self, HostBuffer};
 use kernelbook_core::spec::Fill;
 
@@ -13,6 +13,24 @@ pub struct LabBuffers {
     /// The host copy of each filled buffer (random or zero), exactly the bytes uploaded;
     /// `None` for poisoned buffers, which every variant's check poisons again.
     pub host: Vec<Option<Vec<u8>>>,
+    /// A device copy of the initial contents of each filled buffer that a variant writes (an
+    /// in-place kernel's `y` of `y = a·x + y`), copied back before every run of such a variant.
+    pub pristine: Vec<Option<BufferId>>,
+}
+
+/// Every buffer some variant of `plan` restores, the variants a check runs included.
+fn restored_by_any(plan: &LabPlan) -> Vec<bool> {
+    let mut restored = vec![false; plan.buffers.len()];
+    let trusted = plan.checks.iter().filter_map(|check| match &check.reference {
+        ReferencePlan::Variant { variant, .. } => Some(variant.as_ref()),
+        _ => None,
+    });
+    for variant in plan.variants.iter().chain(trusted) {
+        for index in plan.restored_by(variant) {
+            restored[index] = true;
+        }
+    }
+    restored
 }
 
 impl LabBuffers {
@@ -25,7 +43,13 @@ impl LabBuffers {
         seed: u64,
     ) -> Result<LabBuffers, EngineError> {
         let lab_err = |message: String| EngineError::lab(&plan.lab, message);
-        let needed: u64 = plan.buffers.iter().map(|b| b.bytes as u64).sum();
+        let restored = restored_by_any(plan);
+        let needed: u64 = plan
+            .buffers
+            .iter()
+            .zip(&restored)
+            .map(|(b, &twice)| b.bytes as u64 * if twice { 2 } else { 1 })
+            .sum();
         let (free, total) = device
             .memory()
             .map_err(|err| lab_err(format!("cannot read the GPU's free memory: {err}")))?;
@@ -57,14 +81,30 @@ impl LabBuffers {
                 references::initial_contents(buffer.fill, buffer.elem, buffer.len, &mut rng)
             }));
         }
-        for (id, data) in ids.iter().zip(&host) {
+        let mut pristine = Vec::with_capacity(plan.buffers.len());
+        for ((id, data), &restore) in ids.iter().zip(&host).zip(&restored) {
+            let mut copy = None;
             if let Some(data) = data {
                 device
                     .upload(*id, data)
                     .map_err(|err| lab_err(format!("cannot upload the inputs: {err}")))?;
+                if restore {
+                    let saved = device.alloc(data.len()).map_err(|err| {
+                        lab_err(format!("cannot allocate the copy of an in-place buffer: {err}"))
+                    })?;
+                    device
+                        .upload(saved, data)
+                        .map_err(|err| lab_err(format!("cannot upload the inputs: {err}")))?;
+                    copy = Some(saved);
+                }
             }
+            pristine.push(copy);
         }
-        Ok(LabBuffers { ids, host })
+        Ok(LabBuffers {
+            ids,
+            host,
+            pristine,
+        })
     }
 
     /// The buffers every check poisons before it runs.

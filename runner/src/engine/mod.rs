@@ -16,6 +16,7 @@ mod progress;
 mod results;
 mod sample;
 
+pub use expected::{Expected, ExternalReferences};
 pub use progress::{Progress, Quiet, StageLog, notice};
 pub use results::{failed_result, lab_results, provenance, result_template};
 
@@ -62,12 +63,13 @@ pub struct EngineRun {
     pub faulted: Option<String>,
 }
 
-/// Runs the selected device variants of `plan` on `device`.
+/// Runs the selected device variants of `plan` on `device`; NumPy references go to `external`.
 pub fn run(
     plan: &LabPlan,
     device: &mut dyn Device,
     compiler: &dyn Compiler,
     options: &RunOptions,
+    external: &mut dyn ExternalReferences,
     progress: &mut dyn Progress,
 ) -> Result<EngineRun, EngineError> {
     let started = Instant::now();
@@ -98,7 +100,7 @@ pub fn run(
                 *slot = true;
             }
         }
-        let expected = expected::expected_outputs(plan, &buffers, &used)?;
+        let mut expected = expected::Expectations::start(plan, &buffers, &used, external)?;
         let mut provenance = provenance(device, compiler, plan, options.seed);
         progress.begin(&provenance);
         let poisoned = buffers.poisoned();
@@ -112,15 +114,19 @@ pub fn run(
                 device: &mut *device,
                 buffers: &buffers.ids,
                 host: &buffers.host,
+                pristine: &buffers.pristine,
                 kernels: &mut kernels,
             };
             let row = Row {
                 variant,
                 op,
-                expected: expected.get(variant.check).and_then(Option::as_deref),
                 poisoned: &poisoned,
             };
-            let (result, error) = row.measure(&mut env, &mut scratch, progress);
+            let mut references = References {
+                expected: &mut expected,
+                external: &mut *external,
+            };
+            let (result, error) = row.measure(&mut env, &mut references, &mut scratch, progress);
             progress.finished(&result);
             variants.push(result);
             if error.is_some_and(|e| e.is_sticky()) {
@@ -140,8 +146,13 @@ pub fn run(
 struct Row<'a> {
     variant: &'a VariantPlan,
     op: &'a dyn VariantOp,
-    expected: Option<&'a [u8]>,
     poisoned: &'a [crate::backend::BufferId],
+}
+
+/// Where a row's expected output comes from.
+struct References<'r> {
+    expected: &'r mut expected::Expectations,
+    external: &'r mut dyn ExternalReferences,
 }
 
 impl Row<'_> {
@@ -149,6 +160,7 @@ impl Row<'_> {
     fn measure(
         &self,
         env: &mut Env<'_>,
+        references: &mut References<'_>,
         scratch: &mut Vec<u8>,
         progress: &mut dyn Progress,
     ) -> (VariantResult, Option<DeviceError>) {
@@ -160,17 +172,22 @@ impl Row<'_> {
                 return (result, None);
             }
         };
-        let (outcome, counter, error) =
-            match self.verify_and_time(env, &prepared, scratch, progress) {
+        let expected = references.expected.get(
+            self.variant.check,
+            env,
+            self.poisoned,
+            references.external,
+            progress,
+        );
+        let (outcome, counter, error) = match expected {
+            Ok(Ok(expected)) => match self.verify_and_time(env, &prepared, expected, scratch, progress)
+            {
                 Ok((outcome, counter)) => (outcome, counter, None),
-                Err(err) => {
-                    let outcome = Outcome::Failed {
-                        stage: FailureStage::Launch,
-                        message: err.to_string(),
-                    };
-                    (outcome, None, Some(err))
-                }
-            };
+                Err(err) => (launch_failure(&err), None, Some(err)),
+            },
+            Ok(Err(outcome)) => (outcome, None, None),
+            Err(err) => (launch_failure(&err), None, Some(err)),
+        };
         let mut result = result_template(plan, self.variant, outcome);
         let annotations = prepared.annotations;
         result.compile_flags = annotations.compile_flags;
@@ -186,15 +203,16 @@ impl Row<'_> {
         &self,
         env: &mut Env<'_>,
         prepared: &ops::Prepared,
+        expected: Expected<'_>,
         scratch: &mut Vec<u8>,
         progress: &mut dyn Progress,
     ) -> Result<(Outcome, Option<kernelbook_core::results::CounterResult>), DeviceError> {
         let plan = env.plan;
         let variant = self.variant;
-        let (Some(check), Some(expected)) = (plan.checks.get(variant.check), self.expected) else {
+        let Some(check) = plan.checks.get(variant.check) else {
             let outcome = Outcome::Failed {
-                stage: FailureStage::Launch,
-                message: "the variant's check has no expected output".into(),
+                stage: FailureStage::Reference,
+                message: "the variant's check is not in the plan".into(),
             };
             return Ok((outcome, None));
         };
@@ -208,14 +226,19 @@ impl Row<'_> {
             .as_ref()
             .and_then(|c| Some((*env.buffers.get(c.buffer)?, c)));
         let expectation = Expectation {
-            expected,
+            expected: match expected {
+                Expected::Bytes(bytes) => Some(bytes),
+                Expected::Trusted => None,
+            },
             elem,
             comparison: &check.comparison,
         };
+        let restore = ops::restore_steps(plan, variant, env.buffers, env.pristine);
         let sampling = Sampling {
             timing: &plan.timing,
             flush_l2: variant.flush_l2,
             counter,
+            restore: &restore,
         };
         sample::verify_and_time(
             env.device,
@@ -226,6 +249,14 @@ impl Row<'_> {
             scratch,
             progress,
         )
+    }
+}
+
+/// A row whose device work failed.
+fn launch_failure(err: &DeviceError) -> Outcome {
+    Outcome::Failed {
+        stage: FailureStage::Launch,
+        message: err.to_string(),
     }
 }
 

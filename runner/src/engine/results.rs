@@ -38,6 +38,7 @@ pub fn result_template(plan: &LabPlan, variant: &VariantPlan, outcome: Outcome) 
         implementation: None,
         work: variant.work.clone(),
         counter: None,
+        checked: plan.checks.get(variant.check).map(|check| check.describe()),
         other_kernels,
     }
 }

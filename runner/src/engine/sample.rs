@@ -3,7 +3,7 @@
 
 use super::Progress;
 use crate::backend::{BufferId, Device, DeviceError, Op};
-use crate::ops::{Prepared, Readback};
+use crate::ops::{Prepared, Readback, Step};
 use crate::plan::{CounterPlan, TimingPlan};
 use crate::references::{self, Comparison, POISON_BYTE};
 use kernelbook_core::results::{CounterResult, Outcome};
@@ -14,7 +14,8 @@ use std::time::Instant;
 /// What a variant's check compares against.
 #[derive(Debug, Clone, Copy)]
 pub struct Expectation<'a> {
-    pub expected: &'a [u8],
+    /// `None` for the variant the others are checked against: it is run, not compared.
+    pub expected: Option<&'a [u8]>,
     pub elem: ElemType,
     pub comparison: &'a Comparison,
 }
@@ -26,6 +27,9 @@ pub struct Sampling<'a> {
     pub flush_l2: bool,
     /// The kernel's own counter, read after every sample.
     pub counter: Option<(BufferId, &'a CounterPlan)>,
+    /// Copies that put back the buffers the variant overwrites in place, run (untimed) before
+    /// the check, every warm-up run and every sample.
+    pub restore: &'a [Step],
 }
 
 /// Runs `prepared` once on poisoned outputs and compares; if it is right, warms up and times
@@ -45,14 +49,50 @@ pub fn verify_and_time(
         [one] => *one,
         several => Op::Sequence(several),
     };
-    if let Some(mismatch) = verify(device, prepared, &op, poisoned, expectation, scratch)? {
-        return Ok((Outcome::WrongResult { mismatch }, None));
+    let restore = |device: &mut dyn Device| -> Result<(), DeviceError> {
+        for step in sampling.restore {
+            device.run(&step.op())?;
+        }
+        Ok(())
+    };
+    restore(device)?;
+    if let Some(expected) = expectation.expected {
+        let verified = Expectation {
+            expected: Some(expected),
+            ..*expectation
+        };
+        if let Some(mismatch) = verify(device, prepared, &op, poisoned, &verified, scratch)? {
+            return Ok((Outcome::WrongResult { mismatch }, None));
+        }
+    } else {
+        run_once(device, prepared, &op, poisoned)?;
     }
     for _ in 0..sampling.timing.warmup_runs {
+        restore(device)?;
         device.run(&op)?;
     }
     device.synchronize()?;
     time(device, &op, sampling, progress)
+}
+
+/// One run on poisoned outputs after the setup steps, as the check runs it.
+fn run_once(
+    device: &mut dyn Device,
+    prepared: &Prepared,
+    op: &Op<'_>,
+    poisoned: &[BufferId],
+) -> Result<(), DeviceError> {
+    for id in poisoned {
+        device.fill(*id, POISON_BYTE)?;
+    }
+    if let Some(staging) = &prepared.staging {
+        device.stage_host(staging.pinned, &staging.data)?;
+    }
+    for step in &prepared.setup {
+        device.run(&step.op())?;
+    }
+    device.run(op)?;
+    device.synchronize()
 }
 
 /// The first difference from the reference after one run on poisoned outputs, if any.
@@ -64,25 +104,16 @@ fn verify(
     expectation: &Expectation<'_>,
     scratch: &mut Vec<u8>,
 ) -> Result<Option<kernelbook_core::results::Mismatch>, DeviceError> {
-    for id in poisoned {
-        device.fill(*id, POISON_BYTE)?;
-    }
-    if let Some(staging) = &prepared.staging {
-        device.stage_host(staging.pinned, &staging.data)?;
-    }
-    for step in &prepared.setup {
-        device.run(&step.op())?;
-    }
-    device.run(op)?;
-    device.synchronize()?;
+    let expected = expectation.expected.unwrap_or_default();
+    run_once(device, prepared, op, poisoned)?;
     scratch.clear();
-    scratch.resize(expectation.expected.len(), 0);
+    scratch.resize(expected.len(), 0);
     match prepared.readback {
         Readback::Buffer(id) => device.download(id, scratch)?,
         Readback::Host { pinned } => device.read_host(pinned, scratch)?,
     }
     Ok(references::first_mismatch(
-        expectation.expected,
+        expected,
         scratch,
         expectation.elem,
         expectation.comparison,
@@ -103,6 +134,9 @@ fn time(
     let stop_reason = loop {
         if let Some(reason) = rule.verdict(&samples, started.elapsed().as_secs_f64()) {
             break reason;
+        }
+        for step in sampling.restore {
+            device.run(&step.op())?;
         }
         if sampling.flush_l2 {
             device.flush_l2()?;

@@ -10,6 +10,30 @@ use kernelbook_core::{KernelSource, SourceLocation};
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// NumPy references as a machine without Python has them.
+pub(crate) struct NoPython;
+
+impl ExternalReferences for NoPython {
+    fn submit(
+        &mut self,
+        _: &crate::references::python::ReferenceJob<'_>,
+    ) -> Result<crate::references::python::JobId, crate::references::python::PythonReferenceError>
+    {
+        Err(crate::references::python::PythonReferenceError::Unavailable(
+            "python3 (none here)".into(),
+        ))
+    }
+    fn wait(
+        &mut self,
+        _: crate::references::python::JobId,
+        _: std::time::Instant,
+    ) -> Result<Vec<u8>, crate::references::python::PythonReferenceError> {
+        Err(crate::references::python::PythonReferenceError::Unavailable(
+            "python3 (none here)".into(),
+        ))
+    }
+}
+
 /// A transpose lab with a builtin, a good, a wrong and a broken variant.
 pub(crate) const LAB: &str = r#"
 name = "t"
@@ -80,7 +104,7 @@ fn plan(text: &str, kernels: &BTreeMap<String, KernelSource>) -> LabPlan {
 
 fn measure(device: &mut FakeDevice, plan: &LabPlan, seed: u64) -> EngineRun {
     let options = RunOptions { seed, only: None };
-    super::run(plan, device, &FakeCompiler, &options, &mut Quiet).expect("measured")
+    super::run(plan, device, &FakeCompiler, &options, &mut NoPython, &mut Quiet).expect("measured")
 }
 
 fn transpose_kernels() -> BTreeMap<String, KernelSource> {
@@ -187,6 +211,7 @@ fn only_the_selected_variants_run_in_the_plans_order() {
         &mut FakeDevice::new(),
         &FakeCompiler,
         &options,
+        &mut NoPython,
         &mut Quiet,
     )
     .expect("measured");
@@ -318,6 +343,7 @@ fn a_lab_larger_than_free_memory_names_the_lab_and_the_limit() {
         &mut FakeDevice::new(),
         &FakeCompiler,
         &options,
+        &mut NoPython,
         &mut Quiet,
     )
     .expect_err("too big");

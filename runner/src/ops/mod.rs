@@ -24,6 +24,8 @@ pub struct Env<'e> {
     pub buffers: &'e [BufferId],
     /// Host copies of the filled buffers, by the plan's buffer index.
     pub host: &'e [Option<Vec<u8>>],
+    /// Device copies of the initial contents of buffers that variants write in place.
+    pub pristine: &'e [Option<BufferId>],
     pub kernels: &'e mut kernel::Kernels,
 }
 
@@ -36,6 +38,15 @@ impl std::fmt::Debug for Env<'_> {
 }
 
 impl Env<'_> {
+    /// Puts back the initial contents of every filled buffer `variant` writes (untimed), so
+    /// that each of its runs starts from the inputs the reference saw.
+    pub fn restore(&mut self, variant: &VariantPlan) -> Result<(), crate::backend::DeviceError> {
+        for step in restore_steps(self.plan, variant, self.buffers, self.pristine) {
+            self.device.run(&step.op())?;
+        }
+        Ok(())
+    }
+
     /// The device buffer of the plan's buffer `index`.
     pub fn buffer(&self, index: usize) -> Result<BufferId, Refusal> {
         self.buffers
@@ -188,6 +199,25 @@ impl Refusal {
 pub trait VariantOp {
     /// Makes the operation ready: kernels compiled and loaded, library found, host data chosen.
     fn prepare(&self, env: &mut Env<'_>, variant: &VariantPlan) -> Result<Prepared, Refusal>;
+}
+
+/// The copies that put back what `variant` overwrites in place (see [`Env::restore`]).
+pub fn restore_steps(
+    plan: &LabPlan,
+    variant: &VariantPlan,
+    buffers: &[BufferId],
+    pristine: &[Option<BufferId>],
+) -> Vec<Step> {
+    plan.restored_by(variant)
+        .into_iter()
+        .filter_map(|index| {
+            Some(Step::Copy {
+                dst: *buffers.get(index)?,
+                src: (*pristine.get(index)?)?,
+                bytes: plan.buffers.get(index)?.bytes,
+            })
+        })
+        .collect()
 }
 
 /// The device operation of `variant`, or `None` for a row the Python process measures.

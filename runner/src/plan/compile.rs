@@ -3,15 +3,16 @@
 
 use super::{
     ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, HostCopyOp, KernelBuild,
-    KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, Target, TimingPlan, TransposeOp, VariantPlan,
+    KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, ReferencePlan, Target, TimingPlan,
+    TransposeOp, VariantPlan,
 };
-use crate::references;
-use kernelbook_core::KernelSource;
+use crate::references::{self, Comparison};
+use kernelbook_core::{KernelSource, Language};
 use kernelbook_core::expr::{Expr, Params};
 use kernelbook_core::results::Work;
 use kernelbook_core::spec::{
-    ArgSpec, Builtin, CheckSpec, LabError, LabSpec, LaunchSpec, ScalarType, VariantSpec,
-    compile_flags,
+    ArgSpec, ArgValue, Builtin, BuiltinCheck, CheckKind, CheckSpec, Fill, LabError, LabSpec,
+    LaunchSpec, PythonCheck, ScalarType, VariantSpec, compile_flags,
 };
 use kernelbook_core::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
@@ -160,7 +161,7 @@ impl PlanCompiler<'_> {
         let lab = self.lab;
         let bytes = variant.bytes.as_ref().unwrap_or(&lab.bytes);
         let check_spec = lab.check_for(variant);
-        let check = self.check(check_spec)?;
+        let check = self.check(variant, check_spec, buffers)?;
         let work = match lab.work_for(variant) {
             Some(spec) => Some(Work {
                 count: self.eval_into(&spec.count, "work.count")?,
@@ -187,31 +188,53 @@ impl PlanCompiler<'_> {
         })
     }
 
-    /// The index of `spec`'s check, compiling it the first time it is seen.
-    fn check(&mut self, spec: &CheckSpec) -> Result<usize, LabError> {
+    /// The index of `variant`'s check (`spec`), compiling it the first time it is seen.
+    fn check(
+        &mut self,
+        variant: &VariantSpec,
+        spec: &CheckSpec,
+        buffers: &[BufferPlan],
+    ) -> Result<usize, LabError> {
         let near = format!("\"{}\"", spec.output());
-        let reference = references::find(spec.reference_name()).ok_or_else(|| {
-            self.lab.error_at(
-                &near,
-                format!("no reference named `{}`", spec.reference_name()),
-            )
-        })?;
-        let inputs = spec
-            .inputs()
-            .iter()
-            .map(|name| self.buffer_index(name, &format!("\"{name}\"")))
-            .collect::<Result<Vec<_>, _>>()?;
         let output = self.buffer_index(spec.output(), &near)?;
-        let mut args = Params::new();
-        for (name, expr) in spec.exprs() {
-            args.insert(name.to_string(), self.eval(expr, &format!("check.{name}"))?);
-        }
+        let (reference, inputs, default) = match &spec.kind {
+            CheckKind::Builtin(builtin) => self.builtin_reference(builtin, &near)?,
+            CheckKind::Python(python) => self.python_reference(python, buffers)?,
+            CheckKind::Against(against) if against.against == variant.name => {
+                (ReferencePlan::Trusted, Vec::new(), Comparison::EXACT)
+            }
+            CheckKind::Against(against) => {
+                let here = format!("\"{}\"", against.against);
+                let trusted = self.lab.variant(&against.against).ok_or_else(|| {
+                    self.lab.error_at(
+                        &here,
+                        format!("no variant `{}` to check against", against.against),
+                    )
+                })?;
+                // Checks go round in no circle (the lab file's validation), so this ends.
+                let compiled = self.variant(trusted, buffers)?;
+                let reference = ReferencePlan::Variant {
+                    name: trusted.name.clone(),
+                    variant: Box::new(compiled),
+                };
+                (reference, Vec::new(), Comparison::EXACT)
+            }
+        };
+        let comparison = match &spec.compare {
+            Some(compare) => Comparison {
+                rule: compare.rule,
+                sample_stride: match &compare.every {
+                    Some(every) => self.eval_into(every, "compare.every")?,
+                    None => 1,
+                },
+            },
+            None => default,
+        };
         let plan = CheckPlan {
-            reference: reference.name().to_string(),
+            reference,
             inputs,
             output,
-            comparison: reference.comparison(&args),
-            args,
+            comparison,
         };
         Ok(match self.checks.iter().position(|c| *c == plan) {
             Some(index) => index,
@@ -220,6 +243,87 @@ impl PlanCompiler<'_> {
                 self.checks.len() - 1
             }
         })
+    }
+
+    /// A built-in reference: its inputs, its evaluated size arguments, its own comparison.
+    fn builtin_reference(
+        &self,
+        builtin: &BuiltinCheck,
+        near: &str,
+    ) -> Result<(ReferencePlan, Vec<usize>, Comparison), LabError> {
+        let name = builtin.reference_name();
+        let reference = references::find(name)
+            .ok_or_else(|| self.lab.error_at(near, format!("no reference named `{name}`")))?;
+        let inputs = builtin
+            .inputs()
+            .iter()
+            .map(|name| self.buffer_index(name, &format!("\"{name}\"")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut args = Params::new();
+        for (name, expr) in builtin.exprs() {
+            args.insert(name.to_string(), self.eval(expr, &format!("check.{name}"))?);
+        }
+        let comparison = reference.comparison(&args);
+        let reference = ReferencePlan::Builtin {
+            name: reference.name().to_string(),
+            args,
+        };
+        Ok((reference, inputs, comparison))
+    }
+
+    /// A NumPy reference: its block, its inputs (every filled buffer unless the check names
+    /// them) and the values it receives; bit for bit unless the check says otherwise.
+    fn python_reference(
+        &self,
+        python: &PythonCheck,
+        buffers: &[BufferPlan],
+    ) -> Result<(ReferencePlan, Vec<usize>, Comparison), LabError> {
+        let here = format!("\"{}\"", python.python);
+        let block = self.kernels.get(&python.python).ok_or_else(|| {
+            self.lab.error_at(
+                &here,
+                format!(
+                    "the check's reference `{0}` is not in the book (no ```python reference={0} block)",
+                    python.python
+                ),
+            )
+        })?;
+        if block.language != Language::PythonReference {
+            return Err(self.lab.error_at(
+                &here,
+                format!(
+                    "`{}` is a kernel, not a ```python reference= block",
+                    python.python
+                ),
+            ));
+        }
+        let inputs = match &python.inputs {
+            Some(names) => names
+                .iter()
+                .map(|name| self.buffer_index(name, &format!("\"{name}\"")))
+                .collect::<Result<Vec<_>, _>>()?,
+            None => (0..buffers.len())
+                .filter(|&i| buffers[i].fill != Fill::Poison)
+                .collect(),
+        };
+        let mut params: BTreeMap<String, f64> = self
+            .lab
+            .params
+            .iter()
+            .map(|(name, value)| (name.clone(), *value as f64))
+            .collect();
+        for (name, value) in &python.args {
+            let value = match value {
+                ArgValue::Number(number) => *number,
+                ArgValue::Expr(expr) => self.eval(expr, &format!("check.args.{name}"))? as f64,
+            };
+            params.insert(name.clone(), value);
+        }
+        let reference = ReferencePlan::Python {
+            block: block.clone(),
+            params,
+        };
+        Ok((reference, inputs, Comparison::EXACT))
     }
 
     fn op(
@@ -250,7 +354,10 @@ impl PlanCompiler<'_> {
         };
         // A copy moves the check's input, whole: the reference's expected output is that input.
         let copied = || -> Result<usize, LabError> {
-            let input = check.inputs().first().copied().unwrap_or(check.output());
+            let input = check
+                .as_builtin()
+                .and_then(|builtin| builtin.inputs().first().copied())
+                .unwrap_or(check.output());
             Ok(buffers[self.buffer_index(input, &here)?].bytes)
         };
         let host = |direction, pinned| -> Result<OpPlan, LabError> {
@@ -293,8 +400,8 @@ impl PlanCompiler<'_> {
     }
 
     fn transpose_shape(&self, check: &CheckSpec, near: &str) -> Result<(usize, usize), LabError> {
-        match check {
-            CheckSpec::Transpose { rows, cols, .. } => Ok((
+        match check.as_builtin() {
+            Some(BuiltinCheck::Transpose { rows, cols, .. }) => Ok((
                 self.eval_into(rows, "check.rows")?,
                 self.eval_into(cols, "check.cols")?,
             )),

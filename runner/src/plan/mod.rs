@@ -23,7 +23,7 @@ use crate::references::Comparison;
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::{DeviceInfo, Work};
-use kernelbook_core::spec::{ElemType, Fill};
+use kernelbook_core::spec::{CompareRule, ElemType, Fill};
 use kernelbook_core::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
 
@@ -107,19 +107,64 @@ pub struct KernelBuild {
     pub flags: Vec<String>,
 }
 
-/// A check bound to its buffers: the reference to compute and how outputs compare with it.
+/// A check bound to its buffers: where the expected output comes from and how outputs compare
+/// with it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckPlan {
-    /// The reference's name in the registry ([`crate::references::find`]).
-    pub reference: String,
+    pub reference: ReferencePlan,
     /// Buffers the reference reads (each filled once per lab, so its host copy is what the GPU
     /// received), by index into [`LabPlan::buffers`].
     pub inputs: Vec<usize>,
     /// The buffer compared with the reference.
     pub output: usize,
-    /// The check's size arguments, evaluated.
-    pub args: Params,
     pub comparison: Comparison,
+}
+
+impl CheckPlan {
+    /// How the check compares, in words, for the results file and the page.
+    pub fn describe(&self) -> String {
+        let against = match &self.reference {
+            ReferencePlan::Builtin { name, .. } => format!("the CPU reference `{name}`"),
+            ReferencePlan::Python { block, .. } => format!("the NumPy reference `{}`", block.name),
+            ReferencePlan::Variant { name, .. } => format!("variant `{name}`"),
+            ReferencePlan::Trusted => {
+                return "the reference the other rows are checked against (not checked itself)"
+                    .into();
+            }
+        };
+        let rule = match self.comparison.rule {
+            CompareRule::Exact => "bit for bit".to_string(),
+            CompareRule::Close { rtol, atol } => format!("within rtol {rtol:e}, atol {atol:e}"),
+            CompareRule::Ulps(ulps) => format!("within {ulps} ulps"),
+        };
+        let sample = match self.comparison.sample_stride {
+            0 | 1 => String::new(),
+            stride => format!(", every {stride}th element"),
+        };
+        format!("{rule} against {against}{sample}")
+    }
+}
+
+/// Where a check's expected output comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReferencePlan {
+    /// A built-in CPU reference ([`crate::references::find`]) and its size arguments, evaluated.
+    Builtin { name: String, args: Params },
+    /// A NumPy reference of the book, called with the inputs and these values (the lab's
+    /// parameters and the check's own arguments).
+    Python {
+        block: KernelSource,
+        params: std::collections::BTreeMap<String, f64>,
+    },
+    /// The output of another variant of the lab, run once on the same inputs (the plan carries
+    /// the variant, so that a plan of some variants only can still compute it).
+    Variant {
+        name: String,
+        variant: Box<VariantPlan>,
+    },
+    /// The variant the others are checked against: run and timed, compared with nothing.
+    Trusted,
 }
 
 /// One row of the lab's table.
@@ -342,6 +387,23 @@ impl LabPlan {
         learner.name = name.to_string();
         plan.variants.insert(position + 1, learner);
         Ok(plan)
+    }
+
+    /// The filled buffers `variant` writes, which must be restored before each of its runs: its
+    /// check's output where that is a filled buffer (an in-place kernel), and any it declares.
+    pub fn restored_by(&self, variant: &VariantPlan) -> Vec<usize> {
+        let output = self.checks.get(variant.check).map(|check| check.output);
+        let mut restored: Vec<usize> = output
+            .into_iter()
+            .filter(|&index| {
+                self.buffers
+                    .get(index)
+                    .is_some_and(|b| b.fill != Fill::Poison)
+            })
+            .collect();
+        restored.sort_unstable();
+        restored.dedup();
+        restored
     }
 
     /// Seconds a variant may take.

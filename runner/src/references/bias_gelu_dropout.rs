@@ -6,6 +6,7 @@
 use super::parallel::{COSTLY_CHUNK, f32_count, f32s, map_f32s};
 use super::{Comparison, Reference, ReferenceCall, ReferenceError};
 use kernelbook_core::spec::dropout_hash;
+use kernelbook_core::spec::CompareRule;
 use std::collections::BTreeMap;
 
 const NAME: &str = "bias_gelu_dropout";
@@ -29,7 +30,10 @@ impl Reference for BiasGeluDropout {
 
     fn comparison(&self, _: &BTreeMap<String, i64>) -> Comparison {
         Comparison {
-            tolerance: Some((1e-5, 1e-6)),
+            rule: CompareRule::Close {
+                rtol: 1e-5,
+                atol: 1e-6,
+            },
             sample_stride: 1,
         }
     }
@@ -70,7 +74,7 @@ mod tests {
     use super::super::testing::{awkward_floats, call, call_check, naive};
     use super::*;
     use kernelbook_core::expr::Expr;
-    use kernelbook_core::spec::{CheckSpec, ElemType};
+    use kernelbook_core::spec::{BuiltinCheck, ElemType};
 
     #[test]
     fn gelu_dropout_drops_by_hash_and_scales_the_rest() {
@@ -99,7 +103,7 @@ mod tests {
         let bias_floats = naive::floats(&bias);
         for rows in [37, 200] {
             let cols = 5000;
-            let check = CheckSpec::BiasGeluDropout {
+            let check = BuiltinCheck::BiasGeluDropout {
                 input: "in".into(),
                 bias: "bias".into(),
                 output: "out".into(),

@@ -101,7 +101,7 @@ mod tests {
     use super::super::testing::{awkward_floats, call, call_check, naive};
     use super::*;
     use kernelbook_core::expr::Expr;
-    use kernelbook_core::spec::{CheckSpec, ElemType};
+    use kernelbook_core::spec::{BuiltinCheck, ElemType};
 
     #[test]
     fn column_sums_match_one_thread_in_row_order() {
@@ -110,7 +110,7 @@ mod tests {
             let mut input = awkward_floats(n * n - missing, 14);
             input.push(1);
             let floats = naive::floats(&input);
-            let check = CheckSpec::ColumnSums {
+            let check = BuiltinCheck::ColumnSums {
                 input: "in".into(),
                 output: "out".into(),
                 n: Expr::new(n.to_string()),

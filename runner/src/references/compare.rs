@@ -3,12 +3,12 @@
 use super::Comparison;
 use super::parallel::{CHEAP_CHUNK, map_ranges};
 use kernelbook_core::results::Mismatch;
-use kernelbook_core::spec::ElemType;
+use kernelbook_core::spec::{CompareRule, ElemType};
 
-/// The first element where `actual` differs from `expected`, and how many differ: bit for bit,
-/// or f32s within `comparison.tolerance` (relative, absolute); only every
-/// `comparison.sample_stride`-th element is compared (a sampled check). Outputs of different
-/// lengths differ at element 0.
+/// The first element where `actual` differs from `expected`, and how many differ: by
+/// `comparison.rule` for float outputs (bit for bit, within a tolerance, or within some ulps),
+/// bit for bit for integers; only every `comparison.sample_stride`-th element is compared (a
+/// sampled check). Outputs of different lengths differ at element 0.
 pub fn first_mismatch(
     expected: &[u8],
     actual: &[u8],
@@ -26,21 +26,27 @@ pub fn first_mismatch(
     }
     let stride = comparison.sample_stride.max(1);
     let whole = expected.len() / size;
-    let tolerance = comparison.tolerance.filter(|_| elem == ElemType::F32);
+    let rule = match elem {
+        ElemType::F32 | ElemType::F64 => comparison.rule,
+        _ => CompareRule::Exact,
+    };
     // Each task compares about CHEAP_CHUNK elements of the sample, and says the first that
     // differs in its range and how many do; a sampled check of a big buffer stays one task.
     let mut parts = map_ranges(whole, CHEAP_CHUNK.saturating_mul(stride), |range| {
         let start = range.start.next_multiple_of(stride).min(range.end);
         let bytes = start * size..range.end * size;
         let (e, a) = (&expected[bytes.clone()], &actual[bytes]);
-        match (tolerance, size) {
-            (Some(tolerance), 4) => tally(pairs::<4>(e, a), start, stride, |e, a| {
-                close(f32::from_le_bytes(*e), f32::from_le_bytes(*a), tolerance)
-            }),
+        match (rule, size) {
             // The usual outcome of a bit-for-bit check, all equal, in one memcmp.
-            (None, _) if stride == 1 && e == a => (None, 0),
-            (None, 4) => tally(pairs::<4>(e, a), start, stride, |e, a| e == a),
-            (None, 8) => tally(pairs::<8>(e, a), start, stride, |e, a| e == a),
+            (CompareRule::Exact, _) if stride == 1 && e == a => (None, 0),
+            (CompareRule::Exact, 4) => tally(pairs::<4>(e, a), start, stride, |e, a| e == a),
+            (CompareRule::Exact, 8) => tally(pairs::<8>(e, a), start, stride, |e, a| e == a),
+            (rule, 4) if rule.is_tolerant() => tally(pairs::<4>(e, a), start, stride, |e, a| {
+                agree_f32(rule, f32::from_le_bytes(*e), f32::from_le_bytes(*a))
+            }),
+            (rule, 8) if rule.is_tolerant() => tally(pairs::<8>(e, a), start, stride, |e, a| {
+                agree_f64(rule, f64::from_le_bytes(*e), f64::from_le_bytes(*a))
+            }),
             _ => {
                 let pairs = e.chunks_exact(size).zip(a.chunks_exact(size));
                 tally(pairs, start, stride, |e, a| e == a)
@@ -61,10 +67,46 @@ pub fn first_mismatch(
     })
 }
 
-/// Whether two f32s agree within `(relative, absolute)`; NaN never agrees.
-pub(crate) fn close(expected: f32, actual: f32, (relative, absolute): (f64, f64)) -> bool {
-    let (e, a) = (f64::from(expected), f64::from(actual));
-    (e - a).abs() <= absolute + relative * e.abs()
+/// Whether two f32s agree by `rule`; NaN never agrees under a tolerance.
+pub(crate) fn agree_f32(rule: CompareRule, expected: f32, actual: f32) -> bool {
+    match rule {
+        CompareRule::Exact => expected.to_bits() == actual.to_bits(),
+        CompareRule::Close { rtol, atol } => close(expected.into(), actual.into(), (rtol, atol)),
+        CompareRule::Ulps(ulps) => {
+            let ordered = |v: f32| {
+                let bits = i64::from(v.to_bits() & 0x7FFF_FFFF);
+                if v.is_sign_negative() { -bits } else { bits }
+            };
+            !expected.is_nan()
+                && !actual.is_nan()
+                && ordered(expected).abs_diff(ordered(actual)) <= ulps
+        }
+    }
+}
+
+/// Whether two f64s agree by `rule`; NaN never agrees under a tolerance.
+pub(crate) fn agree_f64(rule: CompareRule, expected: f64, actual: f64) -> bool {
+    match rule {
+        CompareRule::Exact => expected.to_bits() == actual.to_bits(),
+        CompareRule::Close { rtol, atol } => close(expected, actual, (rtol, atol)),
+        CompareRule::Ulps(ulps) => {
+            let ordered = |v: f64| {
+                let bits = i128::from(v.to_bits() & 0x7FFF_FFFF_FFFF_FFFF);
+                if v.is_sign_negative() { -bits } else { bits }
+            };
+            let apart = ordered(expected).abs_diff(ordered(actual));
+            !expected.is_nan() && !actual.is_nan() && apart <= u128::from(ulps)
+        }
+    }
+}
+
+/// Whether two floats agree within `(relative, absolute)`: `|e − a| ≤ absolute + relative·|e|`;
+/// NaN never agrees, and an infinity agrees only with itself.
+pub(crate) fn close(expected: f64, actual: f64, (relative, absolute): (f64, f64)) -> bool {
+    if expected.is_infinite() || actual.is_infinite() {
+        return expected == actual;
+    }
+    (expected - actual).abs() <= absolute + relative * expected.abs()
 }
 
 /// Element `i` of `size`-byte elements, the last one short where the length is not a multiple of
@@ -117,7 +159,7 @@ mod tests {
 
     fn within(tolerance: Option<(f64, f64)>, sample_stride: usize) -> Comparison {
         Comparison {
-            tolerance,
+            rule: naive::rule(tolerance),
             sample_stride,
         }
     }
@@ -192,12 +234,12 @@ mod tests {
             Some((third, at(wrong[3]), "42.0".into(), 1))
         );
         assert_eq!(found(&expected, None, 1), None);
-        // Under a tolerance the NaN (element 7919) and the two infinities never agree, even
-        // with themselves.
+        // Under a tolerance the NaN (element 7919) never agrees, even with itself; an infinity
+        // agrees with itself only (as NumPy's isclose has it).
         let tolerance = Some((1e-5, 1e-6));
         assert_eq!(
             found(&expected, tolerance, 1).map(|m| (m.0, m.3)),
-            Some((7919, 3))
+            Some((7919, 1))
         );
 
         // Near misses a tolerance accepts, and one it does not.

@@ -5,6 +5,7 @@
 
 use super::parallel::{f32_count, map_sampled_f32s};
 use super::{Comparison, Reference, ReferenceCall, ReferenceError, sampled_stride};
+use kernelbook_core::spec::CompareRule;
 use std::collections::BTreeMap;
 
 const NAME: &str = "fma_chains";
@@ -29,7 +30,7 @@ impl Reference for FmaChains {
     /// A missing `count` (the plan checks it is there) compares every element.
     fn comparison(&self, args: &BTreeMap<String, i64>) -> Comparison {
         Comparison {
-            tolerance: None,
+            rule: CompareRule::Exact,
             sample_stride: args.get("count").map_or(1, |&count| sampled_stride(count)),
         }
     }
@@ -66,7 +67,7 @@ mod tests {
     use super::super::testing::{awkward_floats, call_check, naive};
     use super::*;
     use kernelbook_core::expr::{Expr, Params};
-    use kernelbook_core::spec::{CheckSpec, ElemType};
+    use kernelbook_core::spec::{BuiltinCheck, ElemType};
 
     #[test]
     fn fma_chains_follow_the_kernels_arithmetic() {
@@ -82,7 +83,7 @@ mod tests {
         let floats = naive::floats(&input);
         // Strides 43 and 1 (a small count keeps every element), and a count past the input.
         for count in [700_001usize, 5_000, 900_000] {
-            let check = CheckSpec::FmaChains {
+            let check = BuiltinCheck::FmaChains {
                 input: "in".into(),
                 output: "out".into(),
                 count: Expr::new(count.to_string()),

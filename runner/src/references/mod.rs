@@ -26,7 +26,7 @@
 //! ```
 
 use kernelbook_core::expr::Expr;
-use kernelbook_core::spec::{CheckSpec, ElemType, SAMPLED_ELEMENTS};
+use kernelbook_core::spec::{BuiltinCheck, CompareRule, ElemType, SAMPLED_ELEMENTS};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -38,6 +38,7 @@ pub mod fma_chains;
 mod inputs;
 mod parallel;
 pub mod pointer_chase;
+pub mod python;
 pub mod register_pressure;
 pub mod scale;
 pub mod shared_column_reads;
@@ -69,7 +70,7 @@ pub struct ReferenceCall<'a> {
     /// The check's inputs, in the order the check names them (e.g. transpose: [input];
     /// bias_gelu_dropout: [input, bias]).
     pub inputs: Vec<HostBuffer<'a>>,
-    /// The check's evaluated size expressions by name (the names [`CheckSpec::exprs`] gives).
+    /// The check's evaluated size expressions by name (the names [`BuiltinCheck::exprs`] gives).
     pub args: &'a BTreeMap<String, i64>,
     /// The output buffer's element type.
     pub output_elem: ElemType,
@@ -80,8 +81,8 @@ pub struct ReferenceCall<'a> {
 /// How an output is compared with the expected bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Comparison {
-    /// `(relative, absolute)` for f32 outputs a GPU may round differently; `None` = bit for bit.
-    pub tolerance: Option<(f64, f64)>,
+    /// How float elements compare (integers always bit for bit).
+    pub rule: CompareRule,
     /// Compare every this-many-th element (1 = all), for outputs too costly to compute whole.
     pub sample_stride: usize,
 }
@@ -89,9 +90,17 @@ pub struct Comparison {
 impl Comparison {
     /// Every element, bit for bit: what most references ask for.
     pub const EXACT: Comparison = Comparison {
-        tolerance: None,
+        rule: CompareRule::Exact,
         sample_stride: 1,
     };
+
+    /// Every `sample_stride`-th element, within `(relative, absolute)`.
+    pub const fn close(rtol: f64, atol: f64, sample_stride: usize) -> Comparison {
+        Comparison {
+            rule: CompareRule::Close { rtol, atol },
+            sample_stride,
+        }
+    }
 }
 
 /// A call its reference cannot answer. Each names the reference, and the argument where one is
@@ -150,7 +159,7 @@ pub trait Reference: Send + Sync {
     fn expected(&self, call: &ReferenceCall<'_>) -> Result<Vec<u8>, ReferenceError>;
 }
 
-/// Every built-in reference, one per [`CheckSpec`] variant.
+/// Every built-in reference, one per [`BuiltinCheck`] variant.
 static REGISTRY: [&dyn Reference; 12] = [
     &copy::Copy,
     &transpose::Transpose,
@@ -176,11 +185,11 @@ pub fn find(name: &str) -> Option<&'static dyn Reference> {
     registry().iter().copied().find(|r| r.name() == name)
 }
 
-/// Today's [`CheckSpec`] as a call's parts: the reference's name, the input buffers in order,
+/// Today's [`BuiltinCheck`] as a call's parts: the reference's name, the input buffers in order,
 /// the output buffer, and the named size expressions (to evaluate into
 /// [`ReferenceCall::args`]).
 pub fn call_parts(
-    check: &CheckSpec,
+    check: &BuiltinCheck,
 ) -> (&'static str, Vec<&str>, &str, Vec<(&'static str, &Expr)>) {
     (
         check.reference_name(),
@@ -193,7 +202,7 @@ pub fn call_parts(
 /// The stride of a sampled check over `count` elements: about [`SAMPLED_ELEMENTS`] of them, the
 /// stride odd so the sample falls on every lane of a warp and every residue of a power-of-two
 /// block; 1 (everything) for a small or negative count. The same as
-/// [`CheckSpec::sample_stride`].
+/// [`BuiltinCheck::sample_stride`].
 pub fn sampled_stride(count: i64) -> usize {
     let stride = usize::try_from(count).unwrap_or(0) / SAMPLED_ELEMENTS;
     if stride <= 1 { 1 } else { stride | 1 }
@@ -318,9 +327,9 @@ mod tests {
     use kernelbook_core::expr::Params;
     use kernelbook_core::spec::{LabFile, chase_slot};
 
-    /// One check of every kind `CheckSpec` has, from its serde form (what a lab file writes),
+    /// One check of every kind `BuiltinCheck` has, from its serde form (what a lab file writes),
     /// with sizes big enough that the sampled ones sample.
-    fn one_of_each() -> Vec<CheckSpec> {
+    fn one_of_each() -> Vec<BuiltinCheck> {
         let io = r#""input": "in", "output": "out""#;
         [
             format!(r#"{{"reference": "copy", {io}}}"#),
@@ -343,7 +352,7 @@ mod tests {
         .collect()
     }
 
-    fn evaluated(check: &CheckSpec) -> BTreeMap<String, i64> {
+    fn evaluated(check: &BuiltinCheck) -> BTreeMap<String, i64> {
         check
             .exprs()
             .into_iter()
@@ -386,7 +395,7 @@ mod tests {
             assert_eq!(
                 reference.comparison(&args),
                 Comparison {
-                    tolerance: check.tolerance(),
+                    rule: testing::naive::rule(check.tolerance()),
                     sample_stride: check.sample_stride(&Params::new()).expect("stride"),
                 },
                 "{}",
@@ -424,7 +433,7 @@ mod tests {
             1 << 30,
             -1,
         ] {
-            let check = CheckSpec::FmaChains {
+            let check = BuiltinCheck::FmaChains {
                 input: "in".into(),
                 output: "out".into(),
                 count: Expr::new(count.to_string()),
@@ -453,7 +462,7 @@ mod tests {
             };
             let checks = std::iter::once(&lab.check)
                 .chain(lab.variants.iter().filter_map(|v| v.check.as_ref()));
-            for check in checks {
+            for check in checks.filter_map(|check| check.as_builtin()) {
                 let reference = find(check.reference_name()).expect("registered");
                 let names: Vec<&str> = check.exprs().iter().map(|(name, _)| *name).collect();
                 assert_eq!(reference.arg_names(), names, "{}", path.display());
@@ -557,7 +566,7 @@ mod tests {
         let compare = |label: &str, actual: &[u8], tolerance: Option<(f64, f64)>| {
             let started = Instant::now();
             let comparison = Comparison {
-                tolerance,
+                rule: testing::naive::rule(tolerance),
                 sample_stride: 1,
             };
             let m = first_mismatch(&gelu, actual, ElemType::F32, &comparison);

@@ -42,7 +42,7 @@ mod tests {
     use super::super::testing::{awkward_floats, call, call_check, f32_bytes, naive};
     use super::*;
     use kernelbook_core::expr::Expr;
-    use kernelbook_core::spec::{CheckSpec, ElemType};
+    use kernelbook_core::spec::{BuiltinCheck, ElemType};
 
     #[test]
     fn scales_are_exact() {
@@ -59,7 +59,7 @@ mod tests {
         let mut input = awkward_floats(3 * CHEAP_CHUNK + 1234, 11);
         input.extend_from_slice(&[7, 9]);
         let floats = naive::floats(&input);
-        let scale = CheckSpec::Scale {
+        let scale = BuiltinCheck::Scale {
             input: "in".into(),
             output: "out".into(),
             factor: Expr::new("3"),

@@ -4,7 +4,7 @@
 
 use super::{HostBuffer, ReferenceCall, ReferenceError, find, initial_contents};
 use kernelbook_core::expr::Params;
-use kernelbook_core::spec::{CheckSpec, ElemType, Fill};
+use kernelbook_core::spec::{BuiltinCheck, ElemType, Fill};
 use std::collections::BTreeMap;
 
 /// Little-endian bytes of `values`.
@@ -62,7 +62,7 @@ pub fn call(
 
 /// `check`'s reference, its size expressions evaluated with no parameters, its inputs found by
 /// name in `buffers` (f32 unless `elem` says otherwise): what the engine will do with a plan.
-pub fn call_check(check: &CheckSpec, buffers: &[(&str, &[u8])], elem: ElemType) -> Vec<u8> {
+pub fn call_check(check: &BuiltinCheck, buffers: &[(&str, &[u8])], elem: ElemType) -> Vec<u8> {
     let (name, inputs, _, exprs) = super::call_parts(check);
     let args: Vec<(&str, i64)> = exprs
         .iter()
@@ -79,10 +79,9 @@ pub fn call_check(check: &CheckSpec, buffers: &[(&str, &[u8])], elem: ElemType) 
 }
 
 pub mod naive {
-    use super::super::compare::close;
     use super::super::parallel::f32s;
     use kernelbook_core::results::Mismatch;
-    use kernelbook_core::spec::ElemType;
+    use kernelbook_core::spec::{CompareRule, ElemType};
 
     pub fn floats(bytes: &[u8]) -> Vec<f32> {
         f32s(bytes).collect()
@@ -138,6 +137,15 @@ pub mod naive {
         out
     }
 
+    /// The comparison rule of a `(relative, absolute)` tolerance, or bit for bit.
+    pub fn rule(tolerance: Option<(f64, f64)>) -> CompareRule {
+        match tolerance {
+            Some((rtol, atol)) => CompareRule::Close { rtol, atol },
+            None => CompareRule::Exact,
+        }
+    }
+
+    /// A plain loop over every `stride`-th element, written independently of the fast path.
     pub fn first_mismatch_within(
         expected: &[u8],
         actual: &[u8],
@@ -159,11 +167,24 @@ pub mod naive {
         let pairs = expected.chunks(size).zip(actual.chunks(size)).enumerate();
         for (index, (e, a)) in pairs.step_by(stride.max(1)) {
             let agree = match (tolerance, elem) {
-                (Some(tolerance), ElemType::F32) if e.len() == 4 && a.len() == 4 => close(
-                    f32::from_le_bytes([e[0], e[1], e[2], e[3]]),
-                    f32::from_le_bytes([a[0], a[1], a[2], a[3]]),
-                    tolerance,
-                ),
+                (Some(tolerance), ElemType::F32) if e.len() == 4 && a.len() == 4 => {
+                    let e = f32::from_le_bytes([e[0], e[1], e[2], e[3]]);
+                    let a = f32::from_le_bytes([a[0], a[1], a[2], a[3]]);
+                    if e.is_infinite() || a.is_infinite() {
+                        e == a
+                    } else {
+                        (f64::from(e) - f64::from(a)).abs() <= tolerance.1 + tolerance.0 * f64::from(e).abs()
+                    }
+                }
+                (Some(tolerance), ElemType::F64) if e.len() == 8 && a.len() == 8 => {
+                    let e = f64::from_le_bytes(e.try_into().unwrap_or([0; 8]));
+                    let a = f64::from_le_bytes(a.try_into().unwrap_or([0; 8]));
+                    if e.is_infinite() || a.is_infinite() {
+                        e == a
+                    } else {
+                        (e - a).abs() <= tolerance.1 + tolerance.0 * e.abs()
+                    }
+                }
                 _ => e == a,
             };
             if !agree {

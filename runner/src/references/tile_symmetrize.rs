@@ -78,7 +78,7 @@ mod tests {
     use super::super::testing::{awkward_floats, call_check, naive};
     use super::*;
     use kernelbook_core::expr::Expr;
-    use kernelbook_core::spec::{CheckSpec, ElemType};
+    use kernelbook_core::spec::{BuiltinCheck, ElemType};
 
     #[test]
     fn tile_symmetrize_adds_each_block_to_its_own_transpose() {
@@ -99,7 +99,7 @@ mod tests {
         let floats = naive::floats(&input);
         // 20 blocks and 40 rows and columns left zero; one block; no tile; a short input.
         for (tile, len) in [(48, n * n), (1000, n * n), (0, n * n), (48, n * n - 1)] {
-            let check = CheckSpec::TileSymmetrize {
+            let check = BuiltinCheck::TileSymmetrize {
                 input: "in".into(),
                 output: "out".into(),
                 n: Expr::new(n.to_string()),

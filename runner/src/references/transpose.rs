@@ -69,7 +69,7 @@ mod tests {
     use super::super::testing::{call, call_check, f32_bytes};
     use super::*;
     use kernelbook_core::expr::Expr;
-    use kernelbook_core::spec::{CheckSpec, ElemType};
+    use kernelbook_core::spec::{BuiltinCheck, ElemType};
 
     #[test]
     fn transpose_of_a_2x3_matrix() {
@@ -97,7 +97,7 @@ mod tests {
 
     #[test]
     fn through_the_trait_the_shape_comes_from_the_args_and_the_size_from_the_input() {
-        let check = CheckSpec::Transpose {
+        let check = BuiltinCheck::Transpose {
             input: "a".into(),
             output: "b".into(),
             rows: Expr::new("1"),

@@ -6,6 +6,7 @@ use crate::backend::{self, BackendChoice, Compiler, Device};
 use crate::engine::{self, Progress};
 use crate::process;
 use crate::protocol::{ChildRequest, Event};
+use crate::references::python::PythonReferences;
 use kernelbook_core::results::{Clocks, Provenance, VariantResult};
 use std::io::{BufRead, Write};
 use std::process::ExitCode;
@@ -87,6 +88,8 @@ pub fn child_main() -> ExitCode {
     crate::process::die_with_parent();
     let mut events = EventWriter::to_parent();
     let mut gpu: Option<ChildGpu> = None;
+    // Started on the first NumPy reference, then kept for every lab this process measures.
+    let mut python = PythonReferences::new();
     for line in std::io::stdin().lock().lines() {
         let line = match line {
             Ok(line) if line.trim().is_empty() => continue,
@@ -98,7 +101,7 @@ pub fn child_main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        match measure_request(&line, &mut gpu, &mut events) {
+        match measure_request(&line, &mut gpu, &mut python, &mut events) {
             Ok((clocks, reusable)) => {
                 events.send(&Event::Done { clocks, reusable });
                 if !reusable {
@@ -118,6 +121,7 @@ pub fn child_main() -> ExitCode {
 fn measure_request(
     line: &str,
     gpu: &mut Option<ChildGpu>,
+    python: &mut PythonReferences,
     events: &mut EventWriter,
 ) -> Result<(Option<Clocks>, bool), String> {
     let request: ChildRequest =
@@ -141,6 +145,7 @@ fn measure_request(
         device.as_mut(),
         compiler.as_ref(),
         &request.options,
+        python,
         events,
     );
     // Freeing the lab's buffers waits for the device: a fault earlier makes that fail, and the

@@ -18,6 +18,7 @@ use crate::backend::{self, BackendChoice, Compiler, Device};
 use crate::engine::{self, EngineError, Progress, RunOptions};
 use crate::ops;
 use crate::peers::PythonPeers;
+use crate::references::python::PythonReferences;
 use crate::plan::{LabPlan, OpPlan};
 use kernelbook_core::results::{LabResults, Provenance, VariantResult};
 use measuring::MeasuringProcess;
@@ -66,6 +67,8 @@ pub struct Supervisor {
     backend: BackendChoice,
     place: Place,
     python: PythonPeers,
+    /// NumPy references of labs measured in this process (a measuring child keeps its own).
+    references: Mutex<PythonReferences>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -90,6 +93,7 @@ impl Supervisor {
             backend,
             place,
             python: PythonPeers::new(),
+            references: Mutex::new(PythonReferences::new()),
         }
     }
 
@@ -187,7 +191,18 @@ impl Supervisor {
             return Err(RunError::Unavailable("no GPU".into()));
         };
         let options = RunOptions { seed, only: None };
-        let run = engine::run(plan, device.as_mut(), compiler.as_ref(), &options, progress)?;
+        let mut python = self
+            .references
+            .lock()
+            .map_err(|_| RunError::Unavailable("the NumPy references' state was poisoned".into()))?;
+        let run = engine::run(
+            plan,
+            device.as_mut(),
+            compiler.as_ref(),
+            &options,
+            &mut *python,
+            progress,
+        )?;
         let rows = run
             .results
             .variants
