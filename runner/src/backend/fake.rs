@@ -3,13 +3,19 @@
 //! an `n × n` f32 matrix (third argument), a name ending in `skip_last` leaves the last element
 //! unwritten, anything else writes nothing. A kernel whose name contains `fault` fails its
 //! launch with a sticky error, `invalid` with a harmless one, and `shared` uses 32 KiB of
-//! static shared memory.
+//! static shared memory. A test may give a kernel name CPU code of its own
+//! ([`FakeDevice::define`]): the stand-in for a kernel of a fixture book.
 
 use super::*;
 use kernelbook_core::results::DeviceInfo;
 
+/// CPU code standing in for a kernel: every buffer of the device, and the launch's arguments.
+pub type HostKernel = fn(&mut [Vec<u8>], &[KernelArg]) -> Result<(), String>;
+
 #[derive(Debug)]
 pub struct FakeDevice {
+    /// Kernels a test defined, by name.
+    pub host_kernels: std::collections::BTreeMap<String, HostKernel>,
     pub info: DeviceInfo,
     pub buffers: Vec<Vec<u8>>,
     pub kernels: Vec<String>,
@@ -23,6 +29,7 @@ pub struct FakeDevice {
 impl Default for FakeDevice {
     fn default() -> Self {
         FakeDevice {
+            host_kernels: Default::default(),
             info: DeviceInfo {
                 backend: "fake".into(),
                 name: "Fake GPU".into(),
@@ -51,6 +58,11 @@ impl Default for FakeDevice {
 impl FakeDevice {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Runs `kernel` whenever a kernel named `name` is launched.
+    pub fn define(&mut self, name: &str, kernel: HostKernel) {
+        self.host_kernels.insert(name.to_string(), kernel);
     }
 
     fn buffer_arg(&self, args: &[KernelArg], i: usize) -> Result<usize, DeviceError> {
@@ -154,6 +166,10 @@ impl Device for FakeDevice {
             }
             Op::Launch { kernel, args, .. } => {
                 let name = self.kernels[kernel.0].clone();
+                if let Some(host) = self.host_kernels.get(&name) {
+                    return host(&mut self.buffers, args)
+                        .map_err(|message| DeviceError::new("launch", message));
+                }
                 if name.contains("fault") {
                     return Err(DeviceError::sticky("launch", "an illegal address (fake)"));
                 }

@@ -9,7 +9,7 @@
 //! of a small trait of vendor primitives.
 
 pub mod cuda;
-#[cfg(test)]
+#[cfg(any(test, feature = "testing"))]
 pub mod fake;
 pub mod gpu;
 pub mod hip;

@@ -144,7 +144,7 @@ fn failed(message: impl Into<String>) -> Outcome {
 fn python_outcome(block: &str, err: PythonReferenceError) -> Outcome {
     match err {
         PythonReferenceError::Unavailable(reason) => Outcome::Unavailable {
-            reason: format!("not checked: the NumPy reference `{block}` needs {reason}"),
+            reason: format!("not checked: the NumPy reference `{block}` cannot run here: {reason}"),
         },
         other => failed(format!("the NumPy reference `{block}`: {other}")),
     }

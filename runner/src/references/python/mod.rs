@@ -29,6 +29,7 @@ pub enum PythonReferenceError {
 pub struct PythonReferences;
 impl PythonReferences {
     pub fn new() -> Self { PythonReferences }
+    pub fn with_python(_: &str) -> Self { PythonReferences }
     pub fn submit(&mut self, _job: &ReferenceJob<'_>) -> Result<JobId, PythonReferenceError> { Err(PythonReferenceError::Unavailable("stub".into())) }
     pub fn wait(&mut self, _id: JobId, _deadline: Instant) -> Result<Vec<u8>, PythonReferenceError> { Err(PythonReferenceError::Unavailable("stub".into())) }
 }
