@@ -944,6 +944,10 @@ impl LabSpec {
 
     /// An error about `variant`, at the line that names it.
     fn variant_error(&self, variant: &VariantSpec, message: String) -> LabError {
+        let named = format!("name = \"{}\"", variant.name);
+        if self.text.contains(&named) {
+            return self.error_at(&named, message);
+        }
         self.error_at(&format!("\"{}\"", variant.name), message)
     }
 
@@ -1164,7 +1168,7 @@ impl LabSpec {
                     self.check_expr(expr, &format!("check.{name}"))?;
                 }
             }
-            CheckKind::Python(python) => self.validate_python_check(python, near)?,
+            CheckKind::Python(python) => self.validate_python_check(python)?,
             CheckKind::Against(against) => {
                 if self.variant(&against.against).is_none() {
                     return Err(self.error_at(
@@ -1182,7 +1186,9 @@ impl LabSpec {
 
     /// A NumPy check names its block by a Python identifier, and its arguments are numbers or
     /// expressions of the parameters, named unlike any buffer (the function receives both).
-    fn validate_python_check(&self, python: &PythonCheck, near: &str) -> Result<(), LabError> {
+    fn validate_python_check(&self, python: &PythonCheck) -> Result<(), LabError> {
+        let near = format!("\"{}\"", python.python);
+        let near = near.as_str();
         let identifier = |name: &str| {
             name.chars()
                 .next()
@@ -1201,7 +1207,7 @@ impl LabSpec {
         for (name, value) in &python.args {
             if self.buffer(name).is_some() || !identifier(name) {
                 return Err(self.error_at(
-                    name,
+                    near,
                     format!(
                         "check argument `{name}` must be an identifier unlike any buffer's name (the reference receives both by name)"
                     ),
@@ -1242,7 +1248,7 @@ impl LabSpec {
             self.check_expr(every, "compare.every")?;
             if every.eval(&self.params).is_ok_and(|n| n < 1) {
                 return Err(self.error_at(
-                    every.as_str(),
+                    "every",
                     format!("compare.every `{every}` must be at least 1"),
                 ));
             }

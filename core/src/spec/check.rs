@@ -479,3 +479,172 @@ impl BuiltinCheck {
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::LabSpec;
+    use std::path::Path;
+
+    /// A reduction with a NumPy-checked row and two rows checked against a naive one.
+    const LAB: &str = r#"
+name = "sums"
+title = "Sums"
+bytes = "n * 4"
+[params]
+n = 1024
+[[buffers]]
+name = "x"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "total"
+len = "1"
+fill = "poison"
+[[buffers]]
+name = "count"
+elem = "u32"
+len = "1"
+fill = "poison"
+[check]
+against = "naive"
+output = "total"
+compare = { rtol = 1e-5, atol = 1e-6 }
+[[variants]]
+name = "naive"
+kernel = "sum_naive"
+grid = [1]
+block = [1]
+args = ["total", "x", "n"]
+[[variants]]
+name = "tree"
+kernel = "sum_tree"
+grid = [1]
+block = [256]
+args = ["total", "x", "n"]
+[[variants]]
+name = "numpy_checked"
+kernel = "sum_tree"
+grid = [1]
+block = [256]
+args = ["total", "x", "n"]
+check = { python = "sum_ref", output = "total", args = { scale = 0.5, half = "n / 2" }, compare = { ulps = 4, every = "1" } }
+"#;
+
+    fn parse(text: &str) -> Result<LabSpec, crate::spec::LabError> {
+        LabSpec::parse(text, Path::new("labs/sums.toml"))
+    }
+
+    #[test]
+    fn the_three_kinds_and_their_comparisons_parse() {
+        let lab = parse(LAB).expect("a valid lab");
+        assert_eq!(lab.check.against(), Some("naive"));
+        assert_eq!(
+            lab.check.compare.as_ref().map(|c| c.rule),
+            Some(CompareRule::Close {
+                rtol: 1e-5,
+                atol: 1e-6
+            })
+        );
+        let own = lab.variants[2].check.as_ref().expect("its own check");
+        let CheckKind::Python(python) = &own.kind else {
+            panic!("{own:?}");
+        };
+        assert_eq!(python.python, "sum_ref");
+        assert_eq!(python.inputs, None, "every filled buffer by default");
+        assert_eq!(python.args["scale"], ArgValue::Number(0.5));
+        assert_eq!(python.args["half"], ArgValue::Expr(Expr::new("n / 2")));
+        let compare = own.compare.as_ref().expect("compare");
+        assert_eq!(compare.rule, CompareRule::Ulps(4));
+        assert_eq!(compare.every, Some(Expr::new("1")));
+        for (form, rule) in [
+            ("\"exact\"", CompareRule::Exact),
+            ("{ every = 7 }", CompareRule::Exact),
+            (
+                "{ atol = 0.5 }",
+                CompareRule::Close {
+                    rtol: 0.0,
+                    atol: 0.5,
+                },
+            ),
+        ] {
+            let text = LAB.replace("{ rtol = 1e-5, atol = 1e-6 }", form);
+            let lab = parse(&text).unwrap_or_else(|e| panic!("{form}: {e}"));
+            assert_eq!(lab.check.compare.map(|c| c.rule), Some(rule), "{form}");
+        }
+        // The trusted variant's own check is the lab's, against itself: allowed.
+        assert_eq!(lab.check_for(&lab.variants[0]).against(), Some("naive"));
+    }
+
+    #[test]
+    fn bad_checks_are_refused_at_their_line() {
+        let cases = [
+            (
+                LAB.replace("against = \"naive\"", "against = \"slowest\""),
+                "against variant `slowest`, which the lab does not have",
+                21,
+            ),
+            (
+                LAB.replace(
+                    "name = \"tree\"\nkernel = \"sum_tree\"\ngrid = [1]\nblock = [256]\nargs = [\"total\", \"x\", \"n\"]",
+                    "name = \"tree\"\nkernel = \"sum_tree\"\ngrid = [1]\nblock = [256]\nargs = [\"total\", \"x\", \"n\"]\ncheck = { against = \"tree\", output = \"total\" }",
+                ),
+                "variant `tree` is checked against itself",
+                31,
+            ),
+            (
+                LAB.replace(
+                    "name = \"naive\"\nkernel = \"sum_naive\"\ngrid = [1]\nblock = [1]\nargs = [\"total\", \"x\", \"n\"]",
+                    "name = \"naive\"\nkernel = \"sum_naive\"\ngrid = [1]\nblock = [1]\nargs = [\"total\", \"x\", \"n\"]\ncheck = { against = \"tree\", output = \"total\" }",
+                ),
+                "checks go round in a circle: naive → tree → naive",
+                25,
+            ),
+            (
+                LAB.replace("rtol = 1e-5", "rtol = -1e-5"),
+                "a tolerance must be finite and not negative",
+                23,
+            ),
+            (
+                LAB.replace("output = \"total\"\ncompare", "output = \"count\"\ncompare"),
+                "a tolerance compares floats; output `count` holds integers",
+                23,
+            ),
+            (
+                LAB.replace("{ rtol = 1e-5, atol = 1e-6 }", "{ rtol = 1e-5, ulps = 2 }"),
+                "rtol and atol, or ulps, not both",
+                20,
+            ),
+            (
+                LAB.replace("{ rtol = 1e-5, atol = 1e-6 }", "\"close\""),
+                "unknown comparison `close`",
+                20,
+            ),
+            (
+                LAB.replace("every = \"1\"", "every = \"0\""),
+                "compare.every `0` must be at least 1",
+                42,
+            ),
+            (
+                LAB.replace("python = \"sum_ref\"", "python = \"sum-ref\""),
+                "must name a ```python reference=NAME block by a Python identifier",
+                42,
+            ),
+            (
+                LAB.replace("scale = 0.5", "x = 0.5"),
+                "check argument `x` must be an identifier unlike any buffer's name",
+                42,
+            ),
+            (
+                LAB.replace("against = \"naive\"\n", ""),
+                "a check needs `python = \"NAME\"`",
+                20,
+            ),
+        ];
+        for (text, message, line) in cases {
+            let err = parse(&text).expect_err(message);
+            assert!(err.message.contains(message), "{message}: {}", err.message);
+            assert_eq!(err.line, line, "{message}: {err}");
+        }
+    }
+}

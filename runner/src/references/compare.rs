@@ -284,4 +284,47 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn ulps_and_tolerances_compare_f32_and_f64_alike() {
+        let one_up = f32::from_bits(1.0f32.to_bits() + 1);
+        let three_up = f32::from_bits(1.0f32.to_bits() + 3);
+        assert!(agree_f32(CompareRule::Ulps(1), 1.0, one_up));
+        assert!(!agree_f32(CompareRule::Ulps(2), 1.0, three_up));
+        // Across zero: the smallest subnormals either side are two steps apart.
+        let tiny = f32::from_bits(1);
+        assert!(agree_f32(CompareRule::Ulps(2), tiny, -tiny));
+        assert!(!agree_f32(CompareRule::Ulps(1), tiny, -tiny));
+        assert!(agree_f32(CompareRule::Ulps(0), 0.0, -0.0));
+        assert!(!agree_f32(CompareRule::Ulps(u64::MAX), f32::NAN, f32::NAN));
+        assert!(agree_f32(CompareRule::Ulps(0), f32::INFINITY, f32::INFINITY));
+        let one_up = f64::from_bits(1.0f64.to_bits() + 1);
+        assert!(agree_f64(CompareRule::Ulps(1), 1.0, one_up));
+        assert!(!agree_f64(CompareRule::Ulps(0), 1.0, one_up));
+        let close = CompareRule::Close {
+            rtol: 1e-9,
+            atol: 0.0,
+        };
+        assert!(agree_f64(close, 1.0, 1.0 + 1e-10));
+        assert!(!agree_f64(close, 1.0, 1.0 + 1e-8));
+        assert!(!agree_f64(close, f64::INFINITY, f64::NEG_INFINITY));
+
+        // Through first_mismatch: an f64 output within 1 ulp passes, 2 ulps fail.
+        let bytes = |v: &[f64]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
+        let expected = bytes(&[1.0, 2.0, 3.0]);
+        let near = bytes(&[1.0, f64::from_bits(2.0f64.to_bits() + 1), 3.0]);
+        let far = bytes(&[1.0, 2.0, f64::from_bits(3.0f64.to_bits() + 2)]);
+        let within = Comparison {
+            rule: CompareRule::Ulps(1),
+            sample_stride: 1,
+        };
+        assert_eq!(first_mismatch(&expected, &near, ElemType::F64, &within), None);
+        let m = first_mismatch(&expected, &far, ElemType::F64, &within).expect("2 ulps");
+        assert_eq!((m.index, m.count), (2, 1));
+        // Integers ignore a tolerance: they compare bit for bit.
+        let ints = [5u32, 6].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        let other = [5u32, 7].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        let loose = Comparison::close(1.0, 10.0, 1);
+        assert!(first_mismatch(&ints, &other, ElemType::U32, &loose).is_some());
+    }
 }
