@@ -702,3 +702,57 @@ fn a_kernels_printf_does_not_corrupt_the_protocol_on_the_gpu() {
         other => panic!("expected a measurement, got {other:?}"),
     }
 }
+
+// ---- The fixture book of labs an author wrote (tests/author-labs), on the GPU. ----
+
+#[test]
+fn the_author_written_labs_check_on_the_gpu() {
+    let Some(_gpu) = gpu_or_skip("the_author_written_labs_check_on_the_gpu") else {
+        return;
+    };
+    let root = repo().join("tests/author-labs");
+    let book = mdbook_driver::MDBook::load(&root).expect("the fixture book");
+    let kernels =
+        mdbook_kernelbook::preprocessor::index_book(&book.book, &root.join(&book.config.book.src))
+            .expect("index")
+            .kernels;
+    let labs = mdbook_kernelbook::preprocessor::load_labs(&root.join("labs")).expect("labs");
+    let cache = tempfile::tempdir().expect("tempdir");
+    let runner = isolated_runner(cache.path());
+    for (name, right, wrong) in [
+        ("softplus", &["softplus"][..], &["softplus_wrong"][..]),
+        ("row_sums", &["naive", "warp"][..], &["warp_wrong"][..]),
+        ("axpy", &["axpy"][..], &["axpy_wrong"][..]),
+    ] {
+        let LabOutcome::Measured { results, .. } =
+            results_for(&runner, &labs.ready[name], &kernels)
+        else {
+            panic!("{name}: not measured on the GPU");
+        };
+        for row in &results.variants {
+            eprintln!(
+                "{name}/{}: {} ({})",
+                row.name,
+                match &row.outcome {
+                    Outcome::Measured { summary, .. } => format!(
+                        "{:.1} GB/s, median {:.4} ms",
+                        row.effective_gbs().unwrap_or(0.0),
+                        summary.median_ms
+                    ),
+                    other => format!("{other:?}"),
+                },
+                row.checked.as_deref().unwrap_or("?")
+            );
+            let expected_right = right.contains(&row.name.as_str());
+            let measured = matches!(row.outcome, Outcome::Measured { .. });
+            let failed = matches!(row.outcome, Outcome::WrongResult { .. });
+            assert!(
+                if expected_right { measured } else { failed },
+                "{name}/{}: {:?}",
+                row.name,
+                row.outcome
+            );
+            assert!(expected_right || wrong.contains(&row.name.as_str()));
+        }
+    }
+}

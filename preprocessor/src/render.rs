@@ -538,6 +538,7 @@ fn result_notes(lab: &LabSpec, results: &LabResults, rows: &[RowView]) -> Vec<St
         changed_params_note(lab, results),
         peers_note(lab, results),
         sampled_check_note(lab, results),
+        checks_note(results),
         noisy_note(rows),
     ]
     .into_iter()
@@ -594,6 +595,31 @@ fn sampled_check_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
          recomputing every element would cost the CPU as much arithmetic as the kernel does.",
         kernelbook_core::spec::SAMPLED_ELEMENTS
     ))
+}
+
+/// How the rows were checked, where the results say so and it is more than one built-in CPU
+/// reference: "Checked: warp, warp_wrong within rtol 1e-4, atol 1e-3 against variant `naive`;
+/// naive is the reference the other rows are checked against (not checked itself)."
+fn checks_note(results: &LabResults) -> Option<String> {
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for row in &results.variants {
+        let Some(checked) = row.checked.as_deref() else {
+            continue;
+        };
+        match groups.iter_mut().find(|(how, _)| *how == checked) {
+            Some((_, names)) => names.push(&row.name),
+            None => groups.push((checked, vec![&row.name])),
+        }
+    }
+    let only_builtin = groups.len() == 1 && groups[0].0.contains("the CPU reference");
+    if groups.is_empty() || only_builtin {
+        return None;
+    }
+    let parts: Vec<String> = groups
+        .iter()
+        .map(|(how, names)| format!("{}: {how}", names.join(", ")))
+        .collect();
+    Some(format!("How each row was checked — {}.", parts.join("; ")))
 }
 
 /// Explains the "noisy" mark, where a row has it.
