@@ -38,6 +38,7 @@ pub mod fma_chains;
 mod inputs;
 mod parallel;
 pub mod pointer_chase;
+pub mod python;
 pub mod register_pressure;
 pub mod scale;
 pub mod shared_column_reads;
