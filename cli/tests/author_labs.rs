@@ -160,9 +160,12 @@ fn quick() -> Measurement {
 
 /// Plans lab `name` of the fixture book for the fake device and runs it.
 fn run(name: &str, external: &mut dyn ExternalReferences) -> LabResults {
+    run_on(&mut device(), name, external)
+}
+
+fn run_on(device: &mut FakeDevice, name: &str, external: &mut dyn ExternalReferences) -> LabResults {
     let (kernels, labs) = book();
     let lab = &labs[name];
-    let mut device = device();
     let target = Target::of(&device.info);
     let plan = plan::compile(lab, &kernels, &target, &quick()).expect("the lab plans");
     let options = RunOptions {
@@ -171,7 +174,7 @@ fn run(name: &str, external: &mut dyn ExternalReferences) -> LabResults {
     };
     engine::run(
         &plan,
-        &mut device,
+        device,
         &FakeCompiler,
         &options,
         external,
@@ -236,12 +239,24 @@ fn the_in_place_kernel_sees_its_input_restored_before_every_run() {
     if !numpy_or_skip("the_in_place_kernel_sees_its_input_restored_before_every_run") {
         return;
     }
-    let results = run("axpy", &mut PythonReferences::new());
+    let mut device = device();
+    let results = run_on(&mut device, "axpy", &mut PythonReferences::new());
     let verdicts = verdicts(&results);
-    // Without the restore, the check would run on a `y` the warm-up or the previous row had
-    // already updated, and the right kernel would fail too.
+    // The wrong kernel runs first: without the restore, the right one's check would see the `y`
+    // the wrong one left, and fail too.
     assert_eq!(verdicts["axpy"], "measured", "{verdicts:?}");
     assert!(verdicts["axpy_wrong"].starts_with("FAIL"), "{verdicts:?}");
+    // After warm-up runs and timed samples, `y` holds one application of the last kernel: each
+    // run started from the original `y` (kept in the device copy beside it).
+    let ids: Vec<usize> = (0..device.buffers.len()).collect();
+    let [x, y, pristine] = [ids[0], ids[1], ids[2]].map(|i| f32s(&device.buffers[i]));
+    assert!(
+        y.iter()
+            .zip(&x)
+            .zip(&pristine)
+            .all(|((y, x), y0)| *y == 3.0f32.mul_add(*x, *y0)),
+        "y is not a·x + y₀"
+    );
 }
 
 #[test]

@@ -146,7 +146,8 @@ fn python_outcome(block: &str, err: PythonReferenceError) -> Outcome {
         PythonReferenceError::Unavailable(reason) => Outcome::Unavailable {
             reason: format!("not checked: the NumPy reference `{block}` cannot run here: {reason}"),
         },
-        other => failed(format!("the NumPy reference `{block}`: {other}")),
+        // The message names the block and where it stands in the chapter.
+        other => failed(format!("NumPy reference: {other}")),
     }
 }
 
