@@ -333,7 +333,6 @@ pub enum Fill {
     Zero,
 }
 
-
 /// The slot a pointer chase over `nodes` slots (a power of two) visits at position `k` of its
 /// lap: a bijection of `0..nodes` that scatters neighbours (odd multiply, then xor-shift, twice),
 /// so that no stride or prefetch pattern helps. The lab's CUDA kernel computes the same.
@@ -604,7 +603,8 @@ impl LabSpec {
     /// in variant order, then the NumPy references its checks call.
     pub fn kernel_refs(&self) -> Vec<(&str, usize)> {
         let mut refs = self.launched_kernel_refs();
-        let checks = std::iter::once(&self.check).chain(self.variants.iter().filter_map(|v| v.check.as_ref()));
+        let checks = std::iter::once(&self.check)
+            .chain(self.variants.iter().filter_map(|v| v.check.as_ref()));
         for block in checks.filter_map(CheckSpec::python_block) {
             if refs.iter().any(|(name, _)| *name == block) {
                 continue;
@@ -978,7 +978,12 @@ impl LabSpec {
                 ),
             ));
         }
-        if builtin.is_copy() && !matches!(self.check_for(variant).as_builtin(), Some(BuiltinCheck::Copy { .. })) {
+        if builtin.is_copy()
+            && !matches!(
+                self.check_for(variant).as_builtin(),
+                Some(BuiltinCheck::Copy { .. })
+            )
+        {
             return Err(self.variant_error(
                 variant,
                 format!(
@@ -988,10 +993,12 @@ impl LabSpec {
                 ),
             ));
         }
-        if !builtin.is_copy() && !matches!(
+        if !builtin.is_copy()
+            && !matches!(
                 self.check_for(variant).as_builtin(),
                 Some(BuiltinCheck::Transpose { .. })
-            ) {
+            )
+        {
             return Err(self.variant_error(
                 variant,
                 format!(
@@ -1128,12 +1135,9 @@ impl LabSpec {
     fn validate_check(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
         let inputs: Vec<&str> = match &check.kind {
             CheckKind::Builtin(builtin) => builtin.inputs(),
-            CheckKind::Python(python) => python
-                .inputs
-                .iter()
-                .flatten()
-                .map(String::as_str)
-                .collect(),
+            CheckKind::Python(python) => {
+                python.inputs.iter().flatten().map(String::as_str).collect()
+            }
             CheckKind::Against(_) => Vec::new(),
         };
         let roles = inputs

@@ -346,7 +346,6 @@ pub enum BuiltinCheck {
     },
 }
 
-
 impl BuiltinCheck {
     /// The buffers the reference reads (host copies of random-filled buffers).
     pub fn inputs(&self) -> Vec<&str> {
@@ -411,7 +410,9 @@ impl BuiltinCheck {
                 ("warm", warm),
                 ("steps", steps),
             ],
-            BuiltinCheck::WrappingSum { count, times, .. } => vec![("count", count), ("times", times)],
+            BuiltinCheck::WrappingSum { count, times, .. } => {
+                vec![("count", count), ("times", times)]
+            }
             BuiltinCheck::TileSymmetrize { n, tile, .. } => vec![("n", n), ("tile", tile)],
             BuiltinCheck::BiasGeluDropout {
                 rows,
@@ -440,9 +441,8 @@ impl BuiltinCheck {
     /// lane position of a warp and every residue of a power-of-two block.
     pub fn sample_stride(&self, params: &crate::expr::Params) -> Result<usize, ExprError> {
         let count = match self {
-            BuiltinCheck::RegisterPressure { count, .. } | BuiltinCheck::FmaChains { count, .. } => {
-                count.eval(params)?
-            }
+            BuiltinCheck::RegisterPressure { count, .. }
+            | BuiltinCheck::FmaChains { count, .. } => count.eval(params)?,
             _ => return Ok(1),
         };
         let stride = usize::try_from(count).unwrap_or(0) / SAMPLED_ELEMENTS;
@@ -478,7 +478,6 @@ impl BuiltinCheck {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

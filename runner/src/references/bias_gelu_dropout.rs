@@ -5,8 +5,8 @@
 
 use super::parallel::{COSTLY_CHUNK, f32_count, f32s, map_f32s};
 use super::{Comparison, Reference, ReferenceCall, ReferenceError};
-use kernelbook_core::spec::dropout_hash;
 use kernelbook_core::spec::CompareRule;
+use kernelbook_core::spec::dropout_hash;
 use std::collections::BTreeMap;
 
 const NAME: &str = "bias_gelu_dropout";

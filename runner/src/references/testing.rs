@@ -173,7 +173,8 @@ pub mod naive {
                     if e.is_infinite() || a.is_infinite() {
                         e == a
                     } else {
-                        (f64::from(e) - f64::from(a)).abs() <= tolerance.1 + tolerance.0 * f64::from(e).abs()
+                        (f64::from(e) - f64::from(a)).abs()
+                            <= tolerance.1 + tolerance.0 * f64::from(e).abs()
                     }
                 }
                 (Some(tolerance), ElemType::F64) if e.len() == 8 && a.len() == 8 => {
