@@ -4,7 +4,9 @@
 # kernel), fresh recordings of every lab and a repeatability check of every lab against them.
 # Binaries are built elsewhere and carried in: KERNELBOOK (the CLI) and TESTS (a folder holding
 # the `gpu`, `book` and `check` test binaries). OUT receives summary.txt, recorded.tgz (the new
-# recordings) and logs.txt (few files: the device tool brings back at most eight).
+# recordings, the fixture book's included) and logs.txt (few files: the device tool brings back
+# at most eight). SKIP_BENCH=1 and SKIP_REPEAT=1 leave out the benchmark and the repeatability
+# runs, where device time is short.
 set -uo pipefail
 KERNELBOOK=${KERNELBOOK:-target/release/kernelbook}
 TESTS=${TESTS:-.device-bin}
@@ -28,8 +30,16 @@ step "exercise checker on the GPU"
 step "NVRTC test"
 CUDA_CACHE_DISABLE=1 "$TESTS/book" nvrtc --nocapture 2>&1 | tee "$LOGS/nvrtc-test.txt"
 
-step "benchmark (scripts/bench): cold build, warm builds, rebuild after one edit" | tee -a "$OUT/summary.txt"
-scripts/bench "$KERNELBOOK" 2>&1 | tee -a "$OUT/summary.txt"
+if [ "${SKIP_BENCH:-}" != 1 ]; then
+    step "benchmark (scripts/bench): cold build, warm builds, rebuild after one edit" | tee -a "$OUT/summary.txt"
+    scripts/bench "$KERNELBOOK" 2>&1 | tee -a "$OUT/summary.txt"
+fi
+
+step "labs an author wrote (tests/author-labs): recorded, and each shown in the terminal" | tee -a "$OUT/summary.txt"
+"$KERNELBOOK" --root tests/author-labs record 2>&1 | tee "$LOGS/author-labs-record.txt"
+for lab in softplus row_sums axpy; do
+    "$KERNELBOOK" --root tests/author-labs run "$lab" 2>&1 | tee -a "$OUT/summary.txt"
+done
 
 step "record every lab" | tee -a "$OUT/summary.txt"
 t0=$(seconds); "$KERNELBOOK" record 2>&1 | tee "$LOGS/record.txt"; t1=$(seconds)
@@ -41,10 +51,12 @@ for path in sys.argv[1:]:
     print(f"  {r['lab']:<22} {r['provenance']['wall_seconds']:6.1f} s")
 PY
 
-tar czf "$OUT/recorded.tgz" labs/recorded
+tar czf "$OUT/recorded.tgz" labs/recorded tests/author-labs/labs/recorded
 
 step "repeatability: every lab measured again, medians compared with the recording" | tee -a "$OUT/summary.txt"
+[ "${SKIP_REPEAT:-}" = 1 ] && echo "skipped (SKIP_REPEAT=1)" | tee -a "$OUT/summary.txt"
 for recorded in labs/recorded/*.json; do
+    [ "${SKIP_REPEAT:-}" = 1 ] && break
     lab=$(basename "$recorded" .json)
     "$KERNELBOOK" run "$lab" --json "$LOGS/$lab-again.json" > "$LOGS/$lab-again.txt" 2>&1
     python3 - "$recorded" "$LOGS/$lab-again.json" <<'PY' | tee -a "$OUT/summary.txt"
