@@ -24,11 +24,49 @@ fn fixture() -> PathBuf {
 
 /// The fixture book's blocks (kernels and NumPy references) and its labs.
 fn book() -> (BTreeMap<String, KernelSource>, BTreeMap<String, LabSpec>) {
-    let book = mdbook_driver::MDBook::load(fixture()).expect("the fixture book loads");
-    let src = fixture().join(&book.config.book.src);
+    book_at(&fixture())
+}
+
+fn book_at(root: &Path) -> (BTreeMap<String, KernelSource>, BTreeMap<String, LabSpec>) {
+    let book = mdbook_driver::MDBook::load(root).expect("the fixture book loads");
+    let src = root.join(&book.config.book.src);
     let index = mdbook_kernelbook::preprocessor::index_book(&book.book, &src).expect("indexed");
-    let labs = mdbook_kernelbook::preprocessor::load_labs(&fixture().join("labs")).expect("labs");
+    let labs = mdbook_kernelbook::preprocessor::load_labs(&root.join("labs")).expect("labs");
     (index.kernels, labs.ready)
+}
+
+/// A copy of the fixture book with `edit` applied to one of its files (`(file, from, to)`).
+fn edited(edits: &[(&str, &str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    for sub in ["src", "labs"] {
+        std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
+        for entry in std::fs::read_dir(fixture().join(sub)).expect("fixture") {
+            let path = entry.expect("entry").path();
+            if path.is_file() {
+                let to = dir.path().join(sub).join(path.file_name().expect("a name"));
+                std::fs::copy(&path, to).expect("copy");
+            }
+        }
+    }
+    std::fs::copy(fixture().join("book.toml"), dir.path().join("book.toml")).expect("copy");
+    for (file, from, to) in edits {
+        let path = dir.path().join(file);
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains(from), "{file} has no {from:?}");
+        std::fs::write(&path, text.replacen(from, to, 1)).expect("write");
+    }
+    dir
+}
+
+/// What `kernelbook build` prints to stderr for a book that must not build.
+fn build_error(root: &Path) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .args(["--root".as_ref(), root.as_os_str(), "build".as_ref()])
+        .env("KERNELBOOK_DEVICE", "cuda")
+        .output()
+        .expect("kernelbook runs");
+    assert!(!output.status.success(), "the book built");
+    String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// Whether NumPy references can run here; if not, says so (or fails, where CI requires NumPy).
@@ -171,7 +209,16 @@ fn run_on(
     name: &str,
     external: &mut dyn ExternalReferences,
 ) -> LabResults {
-    let (kernels, labs) = book();
+    run_book(&fixture(), device, name, external)
+}
+
+fn run_book(
+    root: &Path,
+    device: &mut FakeDevice,
+    name: &str,
+    external: &mut dyn ExternalReferences,
+) -> LabResults {
+    let (kernels, labs) = book_at(root);
     let lab = &labs[name];
     let target = Target::of(&device.info);
     let plan = plan::compile(lab, &kernels, &target, &quick()).expect("the lab plans");
@@ -277,5 +324,118 @@ fn without_numpy_a_row_says_so_in_one_line_and_shows_no_number() {
             "{reason}"
         );
         assert_eq!(reason.lines().count(), 1, "{reason}");
+    }
+}
+
+#[test]
+fn a_missing_or_twice_defined_reference_stops_the_build_at_its_line() {
+    let missing = edited(&[(
+        "labs/softplus.toml",
+        "python = \"softplus_ref\"",
+        "python = \"softplus_reference\"",
+    )]);
+    let message = build_error(missing.path());
+    assert!(
+        message.contains("labs/softplus.toml:19: lab `softplus` names the NumPy reference `softplus_reference`, which no ```python reference=softplus_reference block in the book defines"),
+        "{message}"
+    );
+    let twice = edited(&[(
+        "src/axpy.md",
+        "```python reference=axpy_ref",
+        "```python reference=softplus_ref",
+    )]);
+    let message = build_error(twice.path());
+    assert!(
+        message.contains("src/axpy.md:13: the NumPy reference `softplus_ref` is defined twice; the first is at src/softplus.md:16"),
+        "{message}"
+    );
+    let no_variant = edited(&[(
+        "labs/row_sums.toml",
+        "against = \"naive\"",
+        "against = \"simple\"",
+    )]);
+    let message = build_error(no_variant.path());
+    assert!(
+        message.contains(
+            "row_sums.toml:24: the check is against variant `simple`, which the lab does not have"
+        ),
+        "{message}"
+    );
+    let negative = edited(&[("labs/softplus.toml", "rtol = 1e-5", "rtol = -1e-5")]);
+    let message = build_error(negative.path());
+    assert!(
+        message.contains("softplus.toml:22: a tolerance must be finite and not negative"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_reference_that_raises_or_returns_the_wrong_thing_fails_its_rows_naming_the_chapter_line() {
+    if !numpy_or_skip(
+        "a_reference_that_raises_or_returns_the_wrong_thing_fails_its_rows_naming_the_chapter_line",
+    ) {
+        return;
+    }
+    let cases = [
+        (
+            "    return np.log1p(np.exp(x.astype(np.float64))).astype(np.float32)",
+            "    raise ValueError(\"no softplus today\")",
+            "line 20",
+        ),
+        (
+            ".astype(np.float32)\n```",
+            "\n```",
+            "returns float64; output buffer `out` is f32",
+        ),
+        (
+            "    return np.log1p(np.exp(x.astype(np.float64))).astype(np.float32)",
+            "    return np.zeros(3, dtype=np.float32)",
+            "holds 1048576",
+        ),
+    ];
+    for (from, to, wanted) in cases {
+        let book = edited(&[("src/softplus.md", from, to)]);
+        let results = run_book(
+            book.path(),
+            &mut device(),
+            "softplus",
+            &mut PythonReferences::new(),
+        );
+        for row in &results.variants {
+            let Outcome::Failed { message, .. } = &row.outcome else {
+                panic!("{wanted}: {}: {:?}", row.name, row.outcome);
+            };
+            assert!(message.contains(wanted), "{wanted}: {message}");
+            assert!(message.contains("softplus.md"), "{message}");
+        }
+    }
+}
+
+#[test]
+fn a_reference_past_the_labs_time_limit_is_stopped() {
+    if !numpy_or_skip("a_reference_past_the_labs_time_limit_is_stopped") {
+        return;
+    }
+    let book = edited(&[
+        (
+            "src/softplus.md",
+            "def softplus_ref(x):\n",
+            "def softplus_ref(x):\n    import time; time.sleep(60)\n",
+        ),
+        ("labs/softplus.toml", "bytes = ", "timeout_s = 3\nbytes = "),
+    ]);
+    let started = std::time::Instant::now();
+    let results = run_book(
+        book.path(),
+        &mut device(),
+        "softplus",
+        &mut PythonReferences::new(),
+    );
+    assert!(started.elapsed().as_secs() < 30, "{:?}", started.elapsed());
+    for row in &results.variants {
+        let Outcome::Failed { message, .. } = &row.outcome else {
+            panic!("{}: {:?}", row.name, row.outcome);
+        };
+        assert!(message.contains("softplus_ref"), "{message}");
     }
 }

@@ -133,8 +133,17 @@ pub fn check_kernel_refs(labs: &BTreeMap<String, LabSpec>, index: &BookIndex) ->
                 .into_iter()
                 .filter(|(kernel, _)| !index.kernels.contains_key(*kernel))
                 .map(|(kernel, line)| {
+                    let checks = std::iter::once(&lab.check)
+                        .chain(lab.variants.iter().filter_map(|v| v.check.as_ref()));
+                    let block = if checks.filter_map(|c| c.python_block()).any(|b| b == kernel) {
+                        format!(
+                            "the NumPy reference `{kernel}`, which no ```python reference={kernel}"
+                        )
+                    } else {
+                        format!("kernel `{kernel}`, which no ```cuda kernel=...")
+                    };
                     format!(
-                        "{}:{line}: lab `{}` names kernel `{kernel}`, which no ```cuda kernel=... block in the book defines",
+                        "{}:{line}: lab `{}` names {block} block in the book defines",
                         lab.file.display(),
                         lab.name
                     )

@@ -533,7 +533,16 @@ impl BookIndex {
                         line: kernel.origin.line.saturating_sub(1),
                     },
                     message: format!(
-                        "kernel `{}` is defined twice; the first is at {}:{}",
+                        "{} `{}` is defined twice; the first is at {}:{}",
+                        match (kernel.language, first.language) {
+                            (Language::PythonReference, Language::PythonReference) => {
+                                "the NumPy reference"
+                            }
+                            (Language::PythonReference, _) | (_, Language::PythonReference) => {
+                                "the name (of a kernel and a NumPy reference)"
+                            }
+                            _ => "kernel",
+                        },
                         kernel.name,
                         first.origin.file.display(),
                         first.origin.line.saturating_sub(1)
