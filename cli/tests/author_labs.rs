@@ -357,7 +357,7 @@ fn a_missing_or_twice_defined_reference_stops_the_build_at_its_line() {
     let message = build_error(no_variant.path());
     assert!(
         message.contains(
-            "row_sums.toml:24: the check is against variant `simple`, which the lab does not have"
+            "row_sums.toml:22: the check is against variant `simple`, which the lab does not have"
         ),
         "{message}"
     );
