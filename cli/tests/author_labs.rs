@@ -87,7 +87,10 @@ fn float(args: &[KernelArg], i: usize) -> Result<f32, String> {
 fn softplus_with(buffers: &mut [Vec<u8>], args: &[KernelArg], sign: f32) -> Result<(), String> {
     let (out, x) = (buffer(args, 0)?, buffer(args, 1)?);
     let x = f32s(&buffers[x]);
-    put_f32s(&mut buffers[out], x.iter().map(|v| (sign * v).exp().ln_1p()));
+    put_f32s(
+        &mut buffers[out],
+        x.iter().map(|v| (sign * v).exp().ln_1p()),
+    );
     Ok(())
 }
 
@@ -163,7 +166,11 @@ fn run(name: &str, external: &mut dyn ExternalReferences) -> LabResults {
     run_on(&mut device(), name, external)
 }
 
-fn run_on(device: &mut FakeDevice, name: &str, external: &mut dyn ExternalReferences) -> LabResults {
+fn run_on(
+    device: &mut FakeDevice,
+    name: &str,
+    external: &mut dyn ExternalReferences,
+) -> LabResults {
     let (kernels, labs) = book();
     let lab = &labs[name];
     let target = Target::of(&device.info);
@@ -172,16 +179,9 @@ fn run_on(device: &mut FakeDevice, name: &str, external: &mut dyn ExternalRefere
         seed: 7,
         only: None,
     };
-    engine::run(
-        &plan,
-        device,
-        &FakeCompiler,
-        &options,
-        external,
-        &mut Quiet,
-    )
-    .expect("the lab runs")
-    .results
+    engine::run(&plan, device, &FakeCompiler, &options, external, &mut Quiet)
+        .expect("the lab runs")
+        .results
 }
 
 /// Each row's outcome in one word, by name.
@@ -222,7 +222,10 @@ fn the_elementwise_lab_is_checked_by_its_numpy_reference_within_a_tolerance() {
 
 #[test]
 fn the_reduction_is_checked_against_its_naive_kernel() {
-    let results = run("row_sums", &mut PythonReferences::with_python("/nonexistent/python3"));
+    let results = run(
+        "row_sums",
+        &mut PythonReferences::with_python("/nonexistent/python3"),
+    );
     let verdicts = verdicts(&results);
     assert_eq!(verdicts["naive"], "measured", "{verdicts:?}");
     assert_eq!(verdicts["warp"], "measured", "{verdicts:?}");
@@ -261,7 +264,10 @@ fn the_in_place_kernel_sees_its_input_restored_before_every_run() {
 
 #[test]
 fn without_numpy_a_row_says_so_in_one_line_and_shows_no_number() {
-    let results = run("softplus", &mut PythonReferences::with_python("/nonexistent/python3"));
+    let results = run(
+        "softplus",
+        &mut PythonReferences::with_python("/nonexistent/python3"),
+    );
     for row in &results.variants {
         let Outcome::Unavailable { reason } = &row.outcome else {
             panic!("{}: {:?}", row.name, row.outcome);

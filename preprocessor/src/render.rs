@@ -587,7 +587,12 @@ fn sampled_check_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
     let stride = lab
         .variants
         .iter()
-        .filter_map(|v| lab.check_for(v).as_builtin()?.sample_stride(&results.params).ok())
+        .filter_map(|v| {
+            lab.check_for(v)
+                .as_builtin()?
+                .sample_stride(&results.params)
+                .ok()
+        })
         .max()
         .filter(|stride| *stride > 1)?;
     Some(format!(

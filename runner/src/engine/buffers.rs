@@ -21,10 +21,13 @@ pub struct LabBuffers {
 /// Every buffer some variant of `plan` restores, the variants a check runs included.
 fn restored_by_any(plan: &LabPlan) -> Vec<bool> {
     let mut restored = vec![false; plan.buffers.len()];
-    let trusted = plan.checks.iter().filter_map(|check| match &check.reference {
-        ReferencePlan::Variant { variant, .. } => Some(variant.as_ref()),
-        _ => None,
-    });
+    let trusted = plan
+        .checks
+        .iter()
+        .filter_map(|check| match &check.reference {
+            ReferencePlan::Variant { variant, .. } => Some(variant.as_ref()),
+            _ => None,
+        });
     for variant in plan.variants.iter().chain(trusted) {
         for index in plan.restored_by(variant) {
             restored[index] = true;
@@ -90,7 +93,9 @@ impl LabBuffers {
                     .map_err(|err| lab_err(format!("cannot upload the inputs: {err}")))?;
                 if restore {
                     let saved = device.alloc(data.len()).map_err(|err| {
-                        lab_err(format!("cannot allocate the copy of an in-place buffer: {err}"))
+                        lab_err(format!(
+                            "cannot allocate the copy of an in-place buffer: {err}"
+                        ))
                     })?;
                     device
                         .upload(saved, data)

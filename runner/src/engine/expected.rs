@@ -46,7 +46,10 @@ enum Slot {
     Unused,
     Ready(Vec<u8>),
     /// A NumPy reference still computing.
-    Submitted { job: JobId, block: String },
+    Submitted {
+        job: JobId,
+        block: String,
+    },
     /// Another variant's output, produced when first needed.
     FromVariant,
     Trusted,
@@ -234,14 +237,22 @@ fn run_trusted(
     poisoned: &[BufferId],
 ) -> Result<Vec<u8>, Trouble> {
     let ReferencePlan::Variant { name, variant } = &check.reference else {
-        return Err(Trouble::Outcome(failed("the check is not against a variant")));
+        return Err(Trouble::Outcome(failed(
+            "the check is not against a variant",
+        )));
     };
-    let because =
-        |what: String| Trouble::Outcome(failed(format!("the variant `{name}` it is checked against {what}")));
+    let because = |what: String| {
+        Trouble::Outcome(failed(format!(
+            "the variant `{name}` it is checked against {what}"
+        )))
+    };
     let op = ops::on_device(&variant.op)
         .ok_or_else(|| because("runs in Python, not on the device".into()))?;
     let prepared = op.prepare(env, variant).map_err(|refusal| {
-        because(format!("could not run: {}", describe(refusal.into_outcome())))
+        because(format!(
+            "could not run: {}",
+            describe(refusal.into_outcome())
+        ))
     })?;
     let bytes = env.plan.buffers.get(check.output).map_or(0, |b| b.bytes);
     let mut out = vec![0u8; bytes];

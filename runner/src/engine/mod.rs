@@ -180,11 +180,12 @@ impl Row<'_> {
             progress,
         );
         let (outcome, counter, error) = match expected {
-            Ok(Ok(expected)) => match self.verify_and_time(env, &prepared, expected, scratch, progress)
-            {
-                Ok((outcome, counter)) => (outcome, counter, None),
-                Err(err) => (launch_failure(&err), None, Some(err)),
-            },
+            Ok(Ok(expected)) => {
+                match self.verify_and_time(env, &prepared, expected, scratch, progress) {
+                    Ok((outcome, counter)) => (outcome, counter, None),
+                    Err(err) => (launch_failure(&err), None, Some(err)),
+                }
+            }
             Ok(Err(outcome)) => (outcome, None, None),
             Err(err) => (launch_failure(&err), None, Some(err)),
         };

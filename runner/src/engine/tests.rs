@@ -19,18 +19,22 @@ impl ExternalReferences for NoPython {
         _: &crate::references::python::ReferenceJob<'_>,
     ) -> Result<crate::references::python::JobId, crate::references::python::PythonReferenceError>
     {
-        Err(crate::references::python::PythonReferenceError::Unavailable(
-            "python3 (none here)".into(),
-        ))
+        Err(
+            crate::references::python::PythonReferenceError::Unavailable(
+                "python3 (none here)".into(),
+            ),
+        )
     }
     fn wait(
         &mut self,
         _: crate::references::python::JobId,
         _: std::time::Instant,
     ) -> Result<Vec<u8>, crate::references::python::PythonReferenceError> {
-        Err(crate::references::python::PythonReferenceError::Unavailable(
-            "python3 (none here)".into(),
-        ))
+        Err(
+            crate::references::python::PythonReferenceError::Unavailable(
+                "python3 (none here)".into(),
+            ),
+        )
     }
 }
 
@@ -104,7 +108,15 @@ fn plan(text: &str, kernels: &BTreeMap<String, KernelSource>) -> LabPlan {
 
 fn measure(device: &mut FakeDevice, plan: &LabPlan, seed: u64) -> EngineRun {
     let options = RunOptions { seed, only: None };
-    super::run(plan, device, &FakeCompiler, &options, &mut NoPython, &mut Quiet).expect("measured")
+    super::run(
+        plan,
+        device,
+        &FakeCompiler,
+        &options,
+        &mut NoPython,
+        &mut Quiet,
+    )
+    .expect("measured")
 }
 
 fn transpose_kernels() -> BTreeMap<String, KernelSource> {

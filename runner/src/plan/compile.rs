@@ -7,7 +7,6 @@ use super::{
     TransposeOp, VariantPlan,
 };
 use crate::references::{self, Comparison};
-use kernelbook_core::{KernelSource, Language};
 use kernelbook_core::expr::{Expr, Params};
 use kernelbook_core::results::Work;
 use kernelbook_core::spec::{
@@ -15,6 +14,7 @@ use kernelbook_core::spec::{
     LaunchSpec, PythonCheck, ScalarType, VariantSpec, compile_flags,
 };
 use kernelbook_core::stats::StoppingRule;
+use kernelbook_core::{KernelSource, Language};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -252,8 +252,10 @@ impl PlanCompiler<'_> {
         near: &str,
     ) -> Result<(ReferencePlan, Vec<usize>, Comparison), LabError> {
         let name = builtin.reference_name();
-        let reference = references::find(name)
-            .ok_or_else(|| self.lab.error_at(near, format!("no reference named `{name}`")))?;
+        let reference = references::find(name).ok_or_else(|| {
+            self.lab
+                .error_at(near, format!("no reference named `{name}`"))
+        })?;
         let inputs = builtin
             .inputs()
             .iter()

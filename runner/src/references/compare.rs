@@ -297,7 +297,11 @@ mod tests {
         assert!(!agree_f32(CompareRule::Ulps(1), tiny, -tiny));
         assert!(agree_f32(CompareRule::Ulps(0), 0.0, -0.0));
         assert!(!agree_f32(CompareRule::Ulps(u64::MAX), f32::NAN, f32::NAN));
-        assert!(agree_f32(CompareRule::Ulps(0), f32::INFINITY, f32::INFINITY));
+        assert!(agree_f32(
+            CompareRule::Ulps(0),
+            f32::INFINITY,
+            f32::INFINITY
+        ));
         let one_up = f64::from_bits(1.0f64.to_bits() + 1);
         assert!(agree_f64(CompareRule::Ulps(1), 1.0, one_up));
         assert!(!agree_f64(CompareRule::Ulps(0), 1.0, one_up));
@@ -318,12 +322,21 @@ mod tests {
             rule: CompareRule::Ulps(1),
             sample_stride: 1,
         };
-        assert_eq!(first_mismatch(&expected, &near, ElemType::F64, &within), None);
+        assert_eq!(
+            first_mismatch(&expected, &near, ElemType::F64, &within),
+            None
+        );
         let m = first_mismatch(&expected, &far, ElemType::F64, &within).expect("2 ulps");
         assert_eq!((m.index, m.count), (2, 1));
         // Integers ignore a tolerance: they compare bit for bit.
-        let ints = [5u32, 6].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
-        let other = [5u32, 7].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>();
+        let ints = [5u32, 6]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>();
+        let other = [5u32, 7]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect::<Vec<u8>>();
         let loose = Comparison::close(1.0, 10.0, 1);
         assert!(first_mismatch(&ints, &other, ElemType::U32, &loose).is_some());
     }

@@ -18,8 +18,8 @@ use crate::backend::{self, BackendChoice, Compiler, Device};
 use crate::engine::{self, EngineError, Progress, RunOptions};
 use crate::ops;
 use crate::peers::PythonPeers;
-use crate::references::python::PythonReferences;
 use crate::plan::{LabPlan, OpPlan};
+use crate::references::python::PythonReferences;
 use kernelbook_core::results::{LabResults, Provenance, VariantResult};
 use measuring::MeasuringProcess;
 use std::collections::BTreeMap;
@@ -191,10 +191,9 @@ impl Supervisor {
             return Err(RunError::Unavailable("no GPU".into()));
         };
         let options = RunOptions { seed, only: None };
-        let mut python = self
-            .references
-            .lock()
-            .map_err(|_| RunError::Unavailable("the NumPy references' state was poisoned".into()))?;
+        let mut python = self.references.lock().map_err(|_| {
+            RunError::Unavailable("the NumPy references' state was poisoned".into())
+        })?;
         let run = engine::run(
             plan,
             device.as_mut(),
