@@ -333,7 +333,6 @@ pub enum Fill {
     Zero,
 }
 
-
 /// The slot a pointer chase over `nodes` slots (a power of two) visits at position `k` of its
 /// lap: a bijection of `0..nodes` that scatters neighbours (odd multiply, then xor-shift, twice),
 /// so that no stride or prefetch pattern helps. The lab's CUDA kernel computes the same.
@@ -346,18 +345,6 @@ pub fn chase_slot(k: u64, nodes: u64) -> u64 {
     x = x.wrapping_mul(0x85EB_CA6B) & mask;
     x ^= x >> (bits / 3).max(1);
     x & mask
-}
-
-/// The dropout decision's hash of element `i` (a 32-bit integer mix, murmur3's finaliser), the
-/// same in the lab's CUDA kernel.
-pub fn dropout_hash(seed: u32, i: u32) -> u32 {
-    let mut h = i ^ seed.wrapping_mul(0x9E37_79B9);
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^= h >> 16;
-    h
 }
 
 /// Operations the runner provides itself, as peers of the course's kernels. Each takes
@@ -604,7 +591,8 @@ impl LabSpec {
     /// in variant order, then the NumPy references its checks call.
     pub fn kernel_refs(&self) -> Vec<(&str, usize)> {
         let mut refs = self.launched_kernel_refs();
-        let checks = std::iter::once(&self.check).chain(self.variants.iter().filter_map(|v| v.check.as_ref()));
+        let checks = std::iter::once(&self.check)
+            .chain(self.variants.iter().filter_map(|v| v.check.as_ref()));
         for block in checks.filter_map(CheckSpec::python_block) {
             if refs.iter().any(|(name, _)| *name == block) {
                 continue;
@@ -978,7 +966,12 @@ impl LabSpec {
                 ),
             ));
         }
-        if builtin.is_copy() && !matches!(self.check_for(variant).as_builtin(), Some(BuiltinCheck::Copy { .. })) {
+        if builtin.is_copy()
+            && !matches!(
+                self.check_for(variant).as_builtin(),
+                Some(BuiltinCheck::Copy { .. })
+            )
+        {
             return Err(self.variant_error(
                 variant,
                 format!(
@@ -988,10 +981,12 @@ impl LabSpec {
                 ),
             ));
         }
-        if !builtin.is_copy() && !matches!(
+        if !builtin.is_copy()
+            && !matches!(
                 self.check_for(variant).as_builtin(),
                 Some(BuiltinCheck::Transpose { .. })
-            ) {
+            )
+        {
             return Err(self.variant_error(
                 variant,
                 format!(
@@ -1128,12 +1123,9 @@ impl LabSpec {
     fn validate_check(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
         let inputs: Vec<&str> = match &check.kind {
             CheckKind::Builtin(builtin) => builtin.inputs(),
-            CheckKind::Python(python) => python
-                .inputs
-                .iter()
-                .flatten()
-                .map(String::as_str)
-                .collect(),
+            CheckKind::Python(python) => {
+                python.inputs.iter().flatten().map(String::as_str).collect()
+            }
             CheckKind::Against(_) => Vec::new(),
         };
         let roles = inputs
