@@ -347,18 +347,6 @@ pub fn chase_slot(k: u64, nodes: u64) -> u64 {
     x & mask
 }
 
-/// The dropout decision's hash of element `i` (a 32-bit integer mix, murmur3's finaliser), the
-/// same in the lab's CUDA kernel.
-pub fn dropout_hash(seed: u32, i: u32) -> u32 {
-    let mut h = i ^ seed.wrapping_mul(0x9E37_79B9);
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^= h >> 16;
-    h
-}
-
 /// Operations the runner provides itself, as peers of the course's kernels. Each takes
 /// `args = [dst, src]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
