@@ -349,20 +349,6 @@ pub enum Fill {
     Zero,
 }
 
-/// The slot a pointer chase over `nodes` slots (a power of two) visits at position `k` of its
-/// lap: a bijection of `0..nodes` that scatters neighbours (odd multiply, then xor-shift, twice),
-/// so that no stride or prefetch pattern helps. The lab's CUDA kernel computes the same.
-pub fn chase_slot(k: u64, nodes: u64) -> u64 {
-    let mask = nodes.saturating_sub(1);
-    let bits = u64::from(mask.count_ones());
-    let mut x = k & mask;
-    x = x.wrapping_mul(0x9E37_79B1) & mask;
-    x ^= x >> (bits / 2).max(1);
-    x = x.wrapping_mul(0x85EB_CA6B) & mask;
-    x ^= x >> (bits / 3).max(1);
-    x & mask
-}
-
 /// Operations the runner provides itself, as peers of the course's kernels. Each takes
 /// `args = [dst, src]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -279,16 +279,6 @@ pub enum BuiltinCheck {
         count: Expr,
         iters: Expr,
     },
-    /// A pointer chase over `nodes` slots `spacing` u32 apart, visited in the order of
-    /// [`chase_slot`]: after `warm` warm-up steps and `steps` more, `output[0]` is the index
-    /// reached.
-    PointerChase {
-        output: String,
-        nodes: Expr,
-        spacing: Expr,
-        warm: Expr,
-        steps: Expr,
-    },
     /// Each `tile` × `tile` block of an n × n f32 matrix plus its own transpose:
     /// `output[r][c] = input[r][c] + input[r0 + (c - c0)][c0 + (r - r0)]` for the block at
     /// (r0, c0); one add, so bit for bit.
@@ -329,7 +319,6 @@ impl BuiltinCheck {
             | BuiltinCheck::WrappingSum { input, .. }
             | BuiltinCheck::TileSymmetrize { input, .. }
             | BuiltinCheck::FmaChains { input, .. } => vec![input],
-            BuiltinCheck::PointerChase { .. } => Vec::new(),
         }
     }
 
@@ -340,7 +329,6 @@ impl BuiltinCheck {
             | BuiltinCheck::StridedGather { output, .. }
             | BuiltinCheck::Scale { output, .. }
             | BuiltinCheck::RegisterPressure { output, .. }
-            | BuiltinCheck::PointerChase { output, .. }
             | BuiltinCheck::WrappingSum { output, .. }
             | BuiltinCheck::TileSymmetrize { output, .. }
             | BuiltinCheck::FmaChains { output, .. } => output,
@@ -359,18 +347,6 @@ impl BuiltinCheck {
             BuiltinCheck::RegisterPressure { count, iters, .. } => {
                 vec![("count", count), ("iters", iters)]
             }
-            BuiltinCheck::PointerChase {
-                nodes,
-                spacing,
-                warm,
-                steps,
-                ..
-            } => vec![
-                ("nodes", nodes),
-                ("spacing", spacing),
-                ("warm", warm),
-                ("steps", steps),
-            ],
             BuiltinCheck::WrappingSum { count, times, .. } => {
                 vec![("count", count), ("times", times)]
             }
@@ -416,7 +392,6 @@ impl BuiltinCheck {
             BuiltinCheck::StridedGather { .. } => "strided_gather",
             BuiltinCheck::Scale { .. } => "scale",
             BuiltinCheck::RegisterPressure { .. } => "register_pressure",
-            BuiltinCheck::PointerChase { .. } => "pointer_chase",
             BuiltinCheck::TileSymmetrize { .. } => "tile_symmetrize",
             BuiltinCheck::WrappingSum { .. } => "wrapping_sum",
             BuiltinCheck::FmaChains { .. } => "fma_chains",

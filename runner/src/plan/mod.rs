@@ -419,6 +419,7 @@ impl LabPlan {
         let output = self.checks.get(variant.check).map(|check| check.output);
         let mut restored: Vec<usize> = output
             .into_iter()
+            .chain(variant.writes.iter().copied())
             .filter(|&index| {
                 self.buffers
                     .get(index)

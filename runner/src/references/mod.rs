@@ -35,7 +35,6 @@ pub mod copy;
 pub mod fma_chains;
 mod inputs;
 mod parallel;
-pub mod pointer_chase;
 pub mod python;
 pub mod register_pressure;
 pub mod scale;
@@ -157,13 +156,12 @@ pub trait Reference: Send + Sync {
 }
 
 /// Every built-in reference, one per [`BuiltinCheck`] variant.
-static REGISTRY: [&dyn Reference; 9] = [
+static REGISTRY: [&dyn Reference; 8] = [
     &copy::Copy,
     &transpose::Transpose,
     &strided_gather::StridedGather,
     &scale::Scale,
     &register_pressure::RegisterPressure,
-    &pointer_chase::PointerChase,
     &tile_symmetrize::TileSymmetrize,
     &wrapping_sum::WrappingSum,
     &fma_chains::FmaChains,
@@ -319,7 +317,7 @@ pub fn product(
 mod tests {
     use super::*;
     use kernelbook_core::expr::Params;
-    use kernelbook_core::spec::{LabFile, chase_slot};
+    use kernelbook_core::spec::LabFile;
 
     /// One check of every kind `BuiltinCheck` has, from its serde form (what a lab file writes),
     /// with sizes big enough that the sampled ones sample.
@@ -331,7 +329,6 @@ mod tests {
             format!(r#"{{"reference": "strided_gather", {io}, "count": "4", "stride": "2"}}"#),
             format!(r#"{{"reference": "scale", {io}, "factor": "3"}}"#),
             format!(r#"{{"reference": "register_pressure", {io}, "count": "4194304", "iters": "2"}}"#),
-            r#"{"reference": "pointer_chase", "output": "out", "nodes": "64", "spacing": "32", "warm": "1", "steps": "2"}"#.to_string(),
             format!(r#"{{"reference": "tile_symmetrize", {io}, "n": "8", "tile": "4"}}"#),
             format!(r#"{{"reference": "wrapping_sum", {io}, "count": "4", "times": "2"}}"#),
             format!(r#"{{"reference": "fma_chains", {io}, "count": "1000000", "chains": "8", "rounds": "2"}}"#),
@@ -495,7 +492,6 @@ mod tests {
             err.to_string(),
             "reference `copy` expects 8 bytes of output, and the output buffer holds only 0 (0 × F32)"
         );
-        assert_eq!(chase_slot(0, 64), 0);
     }
 
     /// Wall-clock timings of the big references and comparisons; not a correctness test.
