@@ -14,6 +14,7 @@
 //! assert_eq!(scan.directives[0].lab, "copy");
 //! ```
 
+pub mod figures;
 pub mod include;
 pub mod plot;
 pub mod preprocessor;

@@ -1,10 +1,12 @@
 //! The mdBook preprocessor: scans the book, loads the labs, gets each lab's results from the
 //! runner and replaces every `{{#lab NAME}}` with the rendered results.
 
+use crate::figures::{self, FigureDirective};
 use crate::include::{self, Annotated};
 use crate::render::{Templates, lab_view, planned_view};
 use crate::scan::{BookIndex, ChapterScan, Directive, Origins, ScanError, continuation_prefix};
 use anyhow::{Context, bail};
+use kernelbook_core::results::LabResults;
 use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
 use kernelbook_core::{KernelSource, Language};
 use kernelbook_runner::engine::Progress;
@@ -368,10 +370,82 @@ fn check_directives(index: &BookIndex, labs: &Labs) -> anyhow::Result<()> {
             )
         })
         .collect();
+    let errors: Vec<String> = errors
+        .into_iter()
+        .chain(
+            index
+                .chapters
+                .values()
+                .flat_map(|scan| &scan.figures)
+                .filter_map(|figure| figure_problem(figure, labs)),
+        )
+        .collect();
     if !errors.is_empty() {
         bail!("{}", errors.join("\n"));
     }
     Ok(())
+}
+
+/// What is wrong with a figure's lab or rows, if anything: it must read rows of a ready lab.
+fn figure_problem(figure: &FigureDirective, labs: &Labs) -> Option<String> {
+    let name = figure.query.lab();
+    let Some(lab) = labs.ready.get(name) else {
+        return Some(format!(
+            "{}: there is no lab `{name}` to take a figure from (labs: {})",
+            figure.location,
+            labs.names().join(", ")
+        ));
+    };
+    let missing = figure
+        .query
+        .variants()
+        .into_iter()
+        .find(|v| lab.variant(v).is_none())?;
+    let variants: Vec<&str> = lab.variants.iter().map(|v| v.name.as_str()).collect();
+    Some(format!(
+        "{}: lab `{name}` has no variant `{missing}` (variants: {})",
+        figure.location,
+        variants.join(", ")
+    ))
+}
+
+/// The text of a figure: its number from its lab's results (live, cached or recorded), or a
+/// marked gap where the row has none, or only a recording of an older kernel.
+fn figure_text(figure: &FigureDirective, outcomes: &BTreeMap<&str, LabOutcome>) -> String {
+    let outcome = outcomes.get(figure.query.lab());
+    let (results, source, stale): (Option<&LabResults>, String, &[String]) = match outcome {
+        Some(LabOutcome::Measured { results, .. }) => (
+            Some(results),
+            format!("measured on {}", results.provenance.device.name),
+            &[],
+        ),
+        Some(LabOutcome::Recorded {
+            results,
+            stale_kernels,
+            ..
+        }) => (
+            Some(results),
+            format!(
+                "recorded on {} ({})",
+                results.provenance.device.name, results.provenance.measured_at
+            ),
+            stale_kernels,
+        ),
+        Some(LabOutcome::Missing { .. }) | None => (None, String::new(), &[]),
+    };
+    let edited = results.and_then(|r| {
+        figure.query.variants().into_iter().find(|v| {
+            r.variant(v)
+                .and_then(|row| row.kernel.as_ref())
+                .is_some_and(|kernel| stale.contains(kernel))
+        })
+    });
+    if let Some(variant) = edited {
+        return format!(
+            "<span class=\"kernelbook-gap\" title=\"`{variant}`'s kernel was edited since it was recorded\">[no result]</span>"
+        );
+    }
+    figures::render(&figure.query, results, &source)
 }
 
 /// The ready labs the book shows, each once however often it is shown (in the order first
@@ -384,6 +458,12 @@ fn shown_labs<'a>(
     for directive in index.chapters.values().flat_map(|scan| &scan.directives) {
         if !shown.contains(&directive.lab.as_str()) {
             shown.push(&directive.lab);
+        }
+    }
+    // A lab the prose takes a figure from is measured (or its recording read) too.
+    for figure in index.chapters.values().flat_map(|scan| &scan.figures) {
+        if !shown.contains(&figure.query.lab()) {
+            shown.push(figure.query.lab());
         }
     }
     shown
@@ -402,6 +482,7 @@ fn edit_chapters(
     index: &BookIndex,
     src_dir: &Path,
     rendered: &BTreeMap<String, String>,
+    outcomes: &BTreeMap<&str, LabOutcome>,
 ) {
     book.for_each_mut(|item| {
         let BookItem::Chapter(chapter) = item else {
@@ -413,7 +494,12 @@ fn edit_chapters(
         let Some(scan) = index.chapters.get(&src_dir.join(path)) else {
             return;
         };
-        let edits = chapter_edits(&chapter.content, scan, rendered);
+        let mut edits = chapter_edits(&chapter.content, scan, rendered);
+        edits.extend(
+            scan.figures
+                .iter()
+                .map(|figure| (figure.range.clone(), figure_text(figure, outcomes))),
+        );
         chapter.content = apply_edits(&chapter.content, edits);
     });
 }
@@ -605,7 +691,7 @@ impl Preprocessor for KernelbookPreprocessor {
                 failures.join("\n")
             );
         }
-        edit_chapters(&mut book, &index, &src_dir, &rendered);
+        edit_chapters(&mut book, &index, &src_dir, &rendered, &outcomes);
         Ok(book)
     }
 

@@ -893,7 +893,7 @@ fn row_view(
 }
 
 /// Three significant figures or a whole number: "37.2", "612", "4139".
-fn format_sig(value: f64) -> String {
+pub fn format_sig(value: f64) -> String {
     if value.abs() >= 100.0 {
         format!("{value:.0}")
     } else if value.abs() >= 10.0 {

@@ -3,6 +3,7 @@
 //! lines. Parsing goes through pulldown-cmark so that a directive inside a code block or an
 //! inline code span is left alone, as the reader expects.
 
+use crate::figures::{self, FigureDirective};
 use kernelbook_core::{KernelSource, Language, SourceLocation, line_of_offset};
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use std::collections::BTreeMap;
@@ -51,6 +52,8 @@ pub struct Directive {
 pub struct ChapterScan {
     pub kernels: Vec<KernelBlock>,
     pub directives: Vec<Directive>,
+    /// `{{#value}}` and `{{#ratio}}` figures in the prose, in order.
+    pub figures: Vec<FigureDirective>,
 }
 
 /// A problem in the book's markdown, with its place.
@@ -96,9 +99,11 @@ pub fn scan_chapter_lines(
 fn scan(chapter: &Chapter<'_>) -> Result<ChapterScan, ScanError> {
     let code = scan_code(chapter)?;
     let directives = scan_directives(chapter, &code)?;
+    let figures = scan_figures(chapter, &code)?;
     Ok(ChapterScan {
         kernels: code.kernels,
         directives,
+        figures,
     })
 }
 
@@ -365,6 +370,44 @@ fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<Directive>,
         }
     }
     Ok(directives)
+}
+
+/// Every `{{#value ...}}` and `{{#ratio ...}}` outside code, parsed; a malformed one is an
+/// error at its line.
+fn scan_figures(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<FigureDirective>, ScanError> {
+    let content = chapter.content;
+    let mut starts: Vec<usize> = figures::OPENINGS
+        .iter()
+        .flat_map(|open| content.match_indices(open).map(|(at, _)| at))
+        .collect();
+    starts.sort_unstable();
+    let mut found = Vec::new();
+    for start in starts {
+        let escaped = chapter
+            .origins
+            .is_some_and(|origins| origins.escaped.contains(&start));
+        if escaped || code.code_ranges.iter().any(|r| r.contains(&start)) {
+            continue;
+        }
+        let line_end = content[start..]
+            .find('\n')
+            .map_or(content.len(), |i| start + i);
+        let Some(close) = content[start..line_end].find("}}") else {
+            return Err(chapter.error(
+                start,
+                "a figure directive is not closed with `}}` on its line",
+            ));
+        };
+        let range = start..start + close + 2;
+        let query = figures::Query::parse(&content[range.clone()])
+            .map_err(|message| chapter.error(start, message))?;
+        found.push(FigureDirective {
+            query,
+            range,
+            location: chapter.at(start),
+        });
+    }
+    Ok(found)
 }
 
 /// The directive that opens at `start`, or `None` if it is not ours (`{{#labs ...}}`).

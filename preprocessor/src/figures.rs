@@ -1,0 +1,340 @@
+//! Figures in prose: `{{#value LAB.VARIANT.FIELD}}` and `{{#ratio LAB.A LAB.B [FIELD]}}` render
+//! a measured quantity where a sentence needs it, and `{{#device LAB}}` the GPU it was measured
+//! on, from the same results as the lab's table (live
+//! on a GPU, recorded without one). A row that failed or was not measured renders as a marked
+//! gap, never as a number from elsewhere.
+//!
+//! ```
+//! use mdbook_kernelbook::figures::{Field, Query};
+//! let query = Query::parse("{{#ratio transpose.padded transpose.naive}}").expect("well-formed");
+//! assert_eq!(query, Query::Ratio {
+//!     lab: "transpose".into(),
+//!     top: "padded".into(),
+//!     bottom: "naive".into(),
+//!     field: Field::Gbs,
+//! });
+//! ```
+//!
+//! Parsing and rendering are plain functions; where the directives stand is found by
+//! [`crate::scan`], and which results they read by [`crate::preprocessor`].
+
+use kernelbook_core::SourceLocation;
+use kernelbook_core::bandwidth::percent_of;
+use kernelbook_core::results::{LabResults, Outcome, VariantResult};
+use std::ops::Range;
+
+/// The directives' openings, as they are searched for.
+pub const OPENINGS: [&str; 3] = ["{{#value ", "{{#ratio ", "{{#device "];
+
+/// A figure directive of a chapter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FigureDirective {
+    pub query: Query,
+    pub range: Range<usize>,
+    pub location: SourceLocation,
+}
+
+/// What a figure shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Query {
+    /// One field of one row.
+    Value {
+        lab: String,
+        variant: String,
+        field: Field,
+    },
+    /// `field` of `top` over `field` of `bottom`, as "3.0×".
+    Ratio {
+        lab: String,
+        top: String,
+        bottom: String,
+        field: Field,
+    },
+    /// The name of the GPU the lab's results come from ("NVIDIA H200").
+    Device { lab: String },
+}
+
+/// A measured quantity of a row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// Effective bandwidth, GB/s, as the table shows it.
+    Gbs,
+    /// Median time, in µs or ms as the table shows it.
+    Time,
+    /// Median time in microseconds, a bare number.
+    Us,
+    /// Per cent of the lab's ceiling.
+    PctCeiling,
+    /// Per cent of the device's theoretical peak.
+    PctPeak,
+    /// The kernel's own measurement (median), e.g. cycles per load.
+    Counter,
+    /// Work per second (FLOP/s, loads/s), in units of 10^9.
+    Rate,
+    /// Relative spread of the samples, per cent.
+    Spread,
+}
+
+impl Field {
+    const NAMES: [(&'static str, Field); 8] = [
+        ("gbs", Field::Gbs),
+        ("time", Field::Time),
+        ("us", Field::Us),
+        ("pct_ceiling", Field::PctCeiling),
+        ("pct_peak", Field::PctPeak),
+        ("counter", Field::Counter),
+        ("rate", Field::Rate),
+        ("spread", Field::Spread),
+    ];
+
+    fn parse(word: &str) -> Result<Field, String> {
+        Field::NAMES
+            .iter()
+            .find(|(name, _)| *name == word)
+            .map(|(_, field)| *field)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Field::NAMES.iter().map(|(n, _)| *n).collect();
+                format!("unknown field `{word}` (fields: {})", names.join(", "))
+            })
+    }
+}
+
+impl Query {
+    /// Parses a whole directive, `{{#value ...}}` or `{{#ratio ...}}`.
+    pub fn parse(directive: &str) -> Result<Query, String> {
+        let body = directive
+            .strip_prefix("{{#")
+            .and_then(|rest| rest.strip_suffix("}}"))
+            .ok_or_else(|| format!("`{directive}` is not a directive"))?;
+        let mut words = body.split_whitespace();
+        let kind = words.next().unwrap_or_default();
+        let words: Vec<&str> = words.collect();
+        match (kind, words.as_slice()) {
+            ("value", [path]) => {
+                let (lab, variant, field) = match path.split('.').collect::<Vec<_>>()[..] {
+                    [lab, variant, field] => (lab, variant, field),
+                    _ => return Err(format!("`{{{{#value {path}}}}}` needs LAB.VARIANT.FIELD, e.g. `{{{{#value transpose.padded.gbs}}}}`")),
+                };
+                Ok(Query::Value {
+                    lab: name(lab)?,
+                    variant: name(variant)?,
+                    field: Field::parse(field)?,
+                })
+            }
+            ("ratio", [top, bottom, rest @ ..]) if rest.len() <= 1 => {
+                let (lab, top) = row(top)?;
+                let (other, bottom) = row(bottom)?;
+                if lab != other {
+                    return Err(format!(
+                        "a ratio compares two rows of one lab (`{lab}` and `{other}`)"
+                    ));
+                }
+                let field = rest.first().map_or(Ok(Field::Gbs), |f| Field::parse(f))?;
+                Ok(Query::Ratio {
+                    lab,
+                    top,
+                    bottom,
+                    field,
+                })
+            }
+            ("device", [lab]) => Ok(Query::Device { lab: name(lab)? }),
+            ("device", _) => Err("`{{#device}}` takes one lab: `{{#device LAB}}`".into()),
+            ("value", _) => Err("`{{#value}}` takes one LAB.VARIANT.FIELD".into()),
+            _ => Err(
+                "`{{#ratio}}` takes two rows of one lab and an optional field: `{{#ratio LAB.A LAB.B [FIELD]}}`"
+                    .into(),
+            ),
+        }
+    }
+
+    pub fn lab(&self) -> &str {
+        match self {
+            Query::Value { lab, .. } | Query::Ratio { lab, .. } | Query::Device { lab } => lab,
+        }
+    }
+
+    /// The rows it reads.
+    pub fn variants(&self) -> Vec<&str> {
+        match self {
+            Query::Value { variant, .. } => vec![variant],
+            Query::Ratio { top, bottom, .. } => vec![top, bottom],
+            Query::Device { .. } => Vec::new(),
+        }
+    }
+}
+
+fn name(word: &str) -> Result<String, String> {
+    let ok = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(word.to_string())
+    } else {
+        Err(format!(
+            "`{word}` is not a lab or variant name (letters, digits, `_` or `-`)"
+        ))
+    }
+}
+
+fn row(path: &str) -> Result<(String, String), String> {
+    match path.split_once('.') {
+        Some((lab, variant)) => Ok((name(lab)?, name(variant)?)),
+        None => Err(format!("`{path}` needs LAB.VARIANT")),
+    }
+}
+
+/// A figure's text: the number, formatted as the lab's table formats it, or a marked gap saying
+/// why there is none. `source` says where the results come from, for the tooltip.
+pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> String {
+    match figure(query, results) {
+        Ok(text) => format!(
+            "<span class=\"kernelbook-figure\" title=\"{}\">{text}</span>",
+            escape(source)
+        ),
+        Err(why) => format!(
+            "<span class=\"kernelbook-gap\" title=\"{}\">[no result]</span>",
+            escape(&why)
+        ),
+    }
+}
+
+/// The number a query gives, or why there is none.
+pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, String> {
+    let results = results.ok_or_else(|| format!("lab `{}` has no results", query.lab()))?;
+    match query {
+        Query::Value { variant, field, .. } => {
+            let value = quantity(results, variant, *field)?;
+            Ok(format_field(*field, value))
+        }
+        Query::Ratio {
+            top, bottom, field, ..
+        } => {
+            let ratio = quantity(results, top, *field)? / quantity(results, bottom, *field)?;
+            if !ratio.is_finite() {
+                return Err(format!("{top} over {bottom} is not a number"));
+            }
+            Ok(format_ratio(ratio))
+        }
+        Query::Device { .. } => Ok(escape(&results.provenance.device.name)),
+    }
+}
+
+/// `field` of row `variant`, unformatted.
+pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64, String> {
+    let row = results
+        .variant(variant)
+        .ok_or_else(|| format!("`{variant}` was not measured"))?;
+    let Outcome::Measured { summary, .. } = &row.outcome else {
+        return Err(format!("`{variant}` has no measurement ({})", why(row)));
+    };
+    let missing = |what: &str| format!("`{variant}` has no {what}");
+    let value = match field {
+        Field::Gbs => row.effective_gbs().ok_or_else(|| missing("bandwidth"))?,
+        Field::Time | Field::Us => summary.median_ms * 1000.0,
+        Field::PctCeiling => {
+            let ceiling = results.ceiling_gbs().ok_or_else(|| missing("ceiling"))?;
+            let gbs = row.effective_gbs().ok_or_else(|| missing("bandwidth"))?;
+            percent_of(gbs, ceiling).ok_or_else(|| missing("ceiling"))?
+        }
+        Field::PctPeak => {
+            let peak = results.provenance.device.theoretical_gbs();
+            let gbs = row.effective_gbs().ok_or_else(|| missing("bandwidth"))?;
+            percent_of(gbs, peak).ok_or_else(|| missing("peak"))?
+        }
+        Field::Counter => row
+            .counter
+            .as_ref()
+            .and_then(|c| c.median())
+            .ok_or_else(|| missing("counter"))?,
+        Field::Rate => row.work_per_second().ok_or_else(|| missing("work"))? / 1e9,
+        Field::Spread => summary.rel_spread * 100.0,
+    };
+    Ok(value)
+}
+
+fn why(row: &VariantResult) -> &'static str {
+    match row.outcome {
+        Outcome::WrongResult { .. } => "its result was wrong",
+        Outcome::Failed { .. } => "it failed",
+        Outcome::Unavailable { .. } => "it is not available here",
+        Outcome::Measured { .. } => "measured",
+    }
+}
+
+/// A field as the lab's table shows it: whole GB/s, the time in µs or ms, per cents to one
+/// decimal, counters and rates to three significant figures.
+fn format_field(field: Field, value: f64) -> String {
+    match field {
+        Field::Gbs => format!("{value:.0}"),
+        Field::Time => crate::render::format_ms(value / 1000.0),
+        Field::Us => crate::render::format_sig(value),
+        Field::PctCeiling | Field::PctPeak | Field::Spread => format!("{value:.1} %"),
+        Field::Counter | Field::Rate => crate::render::format_sig(value),
+    }
+}
+
+/// "1.05×" below two (where a tenth would hide the difference), "3.0×" below ten, "12×" above.
+fn format_ratio(ratio: f64) -> String {
+    if ratio >= 9.95 {
+        format!("{ratio:.0}×")
+    } else if ratio >= 1.995 {
+        format!("{ratio:.1}×")
+    } else {
+        format!("{ratio:.2}×")
+    }
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directives_parse_or_say_what_is_wrong() {
+        assert_eq!(
+            Query::parse("{{#value transpose.padded.gbs}}"),
+            Ok(Query::Value {
+                lab: "transpose".into(),
+                variant: "padded".into(),
+                field: Field::Gbs
+            })
+        );
+        assert_eq!(
+            Query::parse("{{#ratio hierarchy.ws_4g hierarchy.ws_64k counter}}"),
+            Ok(Query::Ratio {
+                lab: "hierarchy".into(),
+                top: "ws_4g".into(),
+                bottom: "ws_64k".into(),
+                field: Field::Counter
+            })
+        );
+        for (bad, message) in [
+            ("{{#value transpose.padded}}", "needs LAB.VARIANT.FIELD"),
+            ("{{#value transpose.padded.speed}}", "unknown field `speed`"),
+            ("{{#ratio a.x b.y}}", "two rows of one lab"),
+            ("{{#ratio a.x}}", "takes two rows"),
+            ("{{#value a b}}", "takes one"),
+            ("{{#value a.b c.gbs}}", "takes one"),
+            ("{{#value a.b!.gbs}}", "not a lab or variant name"),
+        ] {
+            let err = Query::parse(bad).expect_err(bad);
+            assert!(err.contains(message), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn ratios_and_fields_are_formatted_as_the_table_formats_them() {
+        assert_eq!(format_ratio(3.04), "3.0×");
+        assert_eq!(format_ratio(1.053), "1.05×");
+        assert_eq!(format_ratio(12.4), "12×");
+        assert_eq!(format_field(Field::Gbs, 1634.4), "1634");
+        assert_eq!(format_field(Field::PctPeak, 74.84), "74.8 %");
+    }
+}
