@@ -630,3 +630,139 @@ fn a_lab_title_with_escape_sequences_is_printed_escaped() {
         "{stdout}"
     );
 }
+
+/// Every `kernelbook-figure` of the built book, page by page in order: (page, field, text).
+fn figures_of(book: &Path) -> Vec<(String, String, String)> {
+    let mut found = Vec::new();
+    let mut pages: Vec<PathBuf> = files_under(&book.join("target/book"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .collect();
+    pages.sort();
+    for page in pages {
+        let html = std::fs::read_to_string(book.join("target/book").join(&page)).expect("page");
+        for piece in html
+            .split("<span class=\"kernelbook-figure\" data-field=\"")
+            .skip(1)
+        {
+            let (field, rest) = piece.split_once('"').expect("a field");
+            let text = rest
+                .split_once('>')
+                .and_then(|(_, t)| t.split_once("</span>"))
+                .map(|(t, _)| t.to_string())
+                .expect("a figure's text");
+            found.push((page.display().to_string(), field.to_string(), text));
+        }
+    }
+    found
+}
+
+/// The number at the start of a figure's text, in microseconds for a time.
+fn number_of(field: &str, text: &str) -> f64 {
+    let digits: String = text
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == '-')
+        .collect();
+    let value: f64 = digits.parse().unwrap_or(f64::NAN);
+    if field == "time" && text.ends_with("ms") {
+        value * 1000.0
+    } else {
+        value
+    }
+}
+
+#[test]
+fn doubling_every_recorded_time_changes_every_figure_in_the_prose_accordingly() {
+    let (original, doubled) = (real_book(), real_book());
+    for entry in std::fs::read_dir(doubled.path().join("labs/recorded")).expect("recorded") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "json") {
+            continue;
+        }
+        let mut results =
+            LabResults::from_json(&std::fs::read_to_string(&path).expect("read")).expect("valid");
+        for row in &mut results.variants {
+            if let kernelbook_core::results::Outcome::Measured {
+                summary,
+                samples_ms,
+                ..
+            } = &mut row.outcome
+            {
+                samples_ms.iter_mut().for_each(|s| *s *= 2.0);
+                *summary = kernelbook_core::stats::Summary::of(samples_ms).expect("samples");
+            }
+        }
+        std::fs::write(&path, results.to_json()).expect("write");
+    }
+    for book in [&original, &doubled] {
+        let output = kernelbook(book.path(), &["build", "--recorded"]);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+    }
+    let (before, after) = (figures_of(original.path()), figures_of(doubled.path()));
+    assert!(
+        before.len() >= 20,
+        "only {} figures in the book",
+        before.len()
+    );
+    assert_eq!(before.len(), after.len());
+    for ((page, field, was), (_, _, now)) in before.iter().zip(&after) {
+        let (was_n, now_n) = (number_of(field, was), number_of(field, now));
+        // Bandwidths and rates halve, times double; shares of a ceiling measured in the same run,
+        // ratios, spreads, the kernels' own counters and the device stay.
+        let (expected, slack) = match field.as_str() {
+            "gbs" | "rate" | "pct_peak" => (was_n / 2.0, 1.0),
+            "time" | "us" => (was_n * 2.0, was_n * 0.02),
+            _ => (was_n, 0.0),
+        };
+        let agrees = if field == "device" {
+            was == now
+        } else {
+            (now_n - expected).abs() <= slack.max(expected.abs() * 0.01)
+        };
+        assert!(
+            agrees,
+            "{page}: {field} was {was}, now {now}, expected about {expected}"
+        );
+    }
+}
+
+#[test]
+fn a_figure_naming_no_lab_row_or_field_is_reported_with_file_and_line() {
+    let chapter = "book/src/labs/lab2-transpose.md";
+    let original = std::fs::read_to_string(repo().join(chapter)).expect("chapter");
+    let directive = "{{#value transpose.naive.gbs}}";
+    let line = original
+        .lines()
+        .position(|l| l.contains(directive))
+        .expect("Lab 2 quotes the naive kernel's bandwidth")
+        + 1;
+    for (replacement, message) in [
+        (
+            "{{#value transposes.naive.gbs}}",
+            "there is no lab `transposes` to take a figure from",
+        ),
+        (
+            "{{#value transpose.naiv.gbs}}",
+            "lab `transpose` has no variant `naiv`",
+        ),
+        ("{{#value transpose.naive.speed}}", "unknown field `speed`"),
+        (
+            "{{#value transpose.naive.gbs",
+            "a figure directive is not closed with `}}` on its line",
+        ),
+    ] {
+        let book = real_book();
+        std::fs::write(
+            book.path().join(chapter),
+            original.replacen(directive, replacement, 1),
+        )
+        .expect("write");
+        let output = kernelbook(book.path(), &["build", "--recorded"]);
+        assert!(!output.status.success(), "{replacement}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(&format!("labs/lab2-transpose.md:{line}: {message}")),
+            "{replacement}: {stderr}"
+        );
+    }
+}

@@ -87,6 +87,14 @@ impl Field {
         ("spread", Field::Spread),
     ];
 
+    /// The name directives use.
+    pub fn name(self) -> &'static str {
+        Field::NAMES
+            .iter()
+            .find(|(_, field)| *field == self)
+            .map_or("?", |(name, _)| name)
+    }
+
     fn parse(word: &str) -> Result<Field, String> {
         Field::NAMES
             .iter()
@@ -147,6 +155,15 @@ impl Query {
         }
     }
 
+    /// What it shows, for the page (`data-field`): a field's name, "ratio" or "device".
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Query::Value { field, .. } => field.name(),
+            Query::Ratio { .. } => "ratio",
+            Query::Device { .. } => "device",
+        }
+    }
+
     pub fn lab(&self) -> &str {
         match self {
             Query::Value { lab, .. } | Query::Ratio { lab, .. } | Query::Device { lab } => lab,
@@ -189,7 +206,8 @@ fn row(path: &str) -> Result<(String, String), String> {
 pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> String {
     match figure(query, results) {
         Ok(text) => format!(
-            "<span class=\"kernelbook-figure\" title=\"{}\">{text}</span>",
+            "<span class=\"kernelbook-figure\" data-field=\"{}\" title=\"{}\">{text}</span>",
+            query.kind(),
             escape(source)
         ),
         Err(why) => format!(

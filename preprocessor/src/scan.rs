@@ -732,4 +732,28 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
             "b.md:3: kernel `copy` is defined twice; the first is at a.md:1"
         );
     }
+
+    #[test]
+    fn figures_are_found_in_prose_tables_and_lists_but_not_in_code() {
+        let chapter = "# T\n\nNaive: {{#value transpose.naive.gbs}} GB/s, {{#ratio transpose.tiled transpose.naive}}.\n\n| a | {{#value t.x.time}} |\n| - | - |\n\n- on {{#device t}}\n\n`{{#value t.x.gbs}}`\n\n```text\n{{#value t.y.gbs}}\n```\n";
+        let scan = scan_chapter(chapter, path()).expect("well-formed");
+        let texts: Vec<&str> = scan
+            .figures
+            .iter()
+            .map(|f| &chapter[f.range.clone()])
+            .collect();
+        assert_eq!(
+            texts,
+            [
+                "{{#value transpose.naive.gbs}}",
+                "{{#ratio transpose.tiled transpose.naive}}",
+                "{{#value t.x.time}}",
+                "{{#device t}}",
+            ]
+        );
+        assert_eq!(scan.figures[2].location.line, 5);
+        let err = scan_chapter("text\n\n{{#ratio a.b}}\n", path()).expect_err("one row");
+        assert_eq!(err.location.line, 3);
+        assert!(err.message.contains("takes two rows"), "{}", err.message);
+    }
 }
