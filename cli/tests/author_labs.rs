@@ -67,7 +67,12 @@ fn build_error(root: &Path) -> String {
 
 /// Whether NumPy references can run here; if not, says so (or fails, where CI requires NumPy).
 fn numpy_or_skip(test: &str) -> bool {
-    let found = std::process::Command::new("python3")
+    // The interpreter the runner uses: KERNELBOOK_PYTHON where set (CI's venv), else python3.
+    let python = std::env::var("KERNELBOOK_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into());
+    let found = std::process::Command::new(python)
         .args(["-c", "import numpy"])
         .stderr(std::process::Stdio::null())
         .status()
