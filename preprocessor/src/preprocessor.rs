@@ -3,7 +3,7 @@
 
 use crate::figures::{self, FigureDirective};
 use crate::include::{self, Annotated};
-use crate::render::{Templates, lab_view, planned_view};
+use crate::render::{Templates, lab_view_beside, planned_view};
 use crate::scan::{BookIndex, ChapterScan, Directive, Origins, ScanError, continuation_prefix};
 use anyhow::{Context, bail};
 use kernelbook_core::results::LabResults;
@@ -338,7 +338,12 @@ impl KernelbookPreprocessor {
                 }
                 continue;
             };
-            let view = lab_view(lab, outcome);
+            // Live on this GPU: the GPU the book was recorded on, beside it.
+            let recorded = match outcome {
+                LabOutcome::Measured { .. } => self.runner.recorded().get(lab).ok().flatten(),
+                _ => None,
+            };
+            let view = lab_view_beside(lab, outcome, recorded.as_ref());
             failures.extend(
                 view.failures()
                     .into_iter()

@@ -42,6 +42,9 @@ pub struct RowView {
     /// The kernel's own measurement (median), and in nanoseconds at the recorded SM clock.
     pub counter: String,
     pub counter_ns: String,
+    /// The same row on the GPU the book was recorded on, beside a live measurement (GB/s, or
+    /// the counter or median time where the lab moves no bytes); empty otherwise.
+    pub beside: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -114,6 +117,9 @@ pub struct LabView {
     /// notes say it); `--strict` fails on them.
     #[serde(skip)]
     pub stale_kernels: Vec<String>,
+    /// The header of the recorded GPU's column ("GB/s on NVIDIA H200, recorded"), shown beside
+    /// a live measurement on another GPU.
+    pub beside_header: Option<String>,
 }
 
 /// One level of the hierarchy as this GPU measured it.
@@ -247,6 +253,7 @@ impl LabView {
             levels: Vec::new(),
             levels_header: String::new(),
             stale_kernels: Vec::new(),
+            beside_header: None,
             missing: Some(why),
         }
     }
@@ -329,6 +336,50 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
         }
     };
     results_view(lab, origin)
+}
+
+/// [`lab_view`], with the GPU the book was recorded on beside a live measurement made on
+/// another GPU: each row gains that GPU's figure (GB/s, else the kernel's counter, else the
+/// median time), so the reader sees both machines in one table.
+pub fn lab_view_beside(
+    lab: &LabSpec,
+    outcome: &LabOutcome,
+    recorded: Option<&LabResults>,
+) -> LabView {
+    let mut view = lab_view(lab, outcome);
+    let (LabOutcome::Measured { results, .. }, Some(recorded)) = (outcome, recorded) else {
+        return view;
+    };
+    if recorded.provenance.device.uuid == results.provenance.device.uuid {
+        return view;
+    }
+    let device = &recorded.provenance.device.name;
+    let (header, figure): (String, Box<dyn Fn(&VariantResult) -> Option<String>>) =
+        if view.show_bandwidth {
+            let gbs = |v: &VariantResult| v.effective_gbs().map(|g| format!("{g:.0}"));
+            (format!("GB/s on the {device} (recorded)"), Box::new(gbs))
+        } else if let Some(counter) = &view.counter_header {
+            let median = |v: &VariantResult| v.counter.as_ref()?.median().map(format_sig);
+            (format!("{counter}, {device} (recorded)"), Box::new(median))
+        } else {
+            let time = |v: &VariantResult| match &v.outcome {
+                Outcome::Measured { summary, .. } => Some(format_ms(summary.median_ms)),
+                _ => None,
+            };
+            (
+                format!("Median time on the {device} (recorded)"),
+                Box::new(time),
+            )
+        };
+    for row in &mut view.rows {
+        row.beside = recorded
+            .variant(&row.name)
+            .and_then(|v| figure(v))
+            .unwrap_or_else(|| "–".into());
+    }
+    view.beside_header = Some(header);
+    view.data_columns += 1;
+    view
 }
 
 /// Where a lab's results came from, and what the reader must know about that before the table.
@@ -458,6 +509,7 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
         levels,
         levels_header,
         stale_kernels: origin.stale_kernels,
+        beside_header: None,
     }
 }
 
@@ -800,6 +852,7 @@ fn blank_row(lab: &LabSpec, name: &str) -> RowView {
         rate: dash(),
         counter: dash(),
         counter_ns: dash(),
+        beside: String::new(),
     }
 }
 

@@ -197,3 +197,72 @@ fn every_recorded_lab_renders_without_nan_or_infinity() {
         assert!(view.failures().is_empty(), "{name}: {:?}", view.failures());
     }
 }
+
+#[test]
+fn a_live_table_on_another_gpu_shows_the_recorded_gpu_beside_it() {
+    use mdbook_kernelbook::render::lab_view_beside;
+    for name in ["transpose", "hierarchy"] {
+        let (lab, recorded, _) = recorded(name);
+        // "Another GPU": the recording with another UUID, every time 1.5× as long.
+        let mut live = recorded.clone();
+        live.provenance.device.uuid = "GPU-another".into();
+        live.provenance.device.name = "Another GPU".into();
+        for row in &mut live.variants {
+            if let Outcome::Measured {
+                summary,
+                samples_ms,
+                ..
+            } = &mut row.outcome
+            {
+                samples_ms.iter_mut().for_each(|s| *s *= 1.5);
+                *summary = kernelbook_core::stats::Summary::of(samples_ms).expect("samples");
+            }
+        }
+        let outcome = LabOutcome::Measured {
+            results: live.clone(),
+            cached: false,
+        };
+        let view = lab_view_beside(&lab, &outcome, Some(&recorded));
+        let header = view
+            .beside_header
+            .clone()
+            .expect("a column for the recorded GPU");
+        assert!(header.contains("NVIDIA H200 (recorded)"), "{header}");
+        assert_eq!(view.data_columns, lab_view(&lab, &outcome).data_columns + 1);
+        for row in &view.rows {
+            let theirs = recorded.variant(&row.name).expect("recorded row");
+            let expected = if view.show_bandwidth {
+                format!("{:.0}", theirs.effective_gbs().expect("gbs"))
+            } else {
+                let median = theirs
+                    .counter
+                    .as_ref()
+                    .and_then(|c| c.median())
+                    .expect("counter");
+                mdbook_kernelbook::render::format_sig(median)
+            };
+            assert_eq!(row.beside, expected, "{name}/{}", row.name);
+            assert_ne!(
+                row.gbs, row.beside,
+                "{name}/{}: the live figure differs",
+                row.name
+            );
+        }
+        let html = Templates::new().render_lab(&view).expect("html");
+        assert_eq!(
+            html.matches("class=\"kernelbook-beside\"").count(),
+            view.rows.len() + 1,
+            "{name}: a header and a cell per row"
+        );
+        // The same GPU as the recording: no second column.
+        let same = LabOutcome::Measured {
+            results: recorded.clone(),
+            cached: false,
+        };
+        assert!(
+            lab_view_beside(&lab, &same, Some(&recorded))
+                .beside_header
+                .is_none()
+        );
+    }
+}
