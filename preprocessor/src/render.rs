@@ -354,32 +354,51 @@ pub fn lab_view_beside(
         return view;
     }
     let device = &recorded.provenance.device.name;
-    let (header, figure): (String, Box<dyn Fn(&VariantResult) -> Option<String>>) =
-        if view.show_bandwidth {
-            let gbs = |v: &VariantResult| v.effective_gbs().map(|g| format!("{g:.0}"));
-            (format!("GB/s on the {device} (recorded)"), Box::new(gbs))
-        } else if let Some(counter) = &view.counter_header {
-            let median = |v: &VariantResult| v.counter.as_ref()?.median().map(format_sig);
-            (format!("{counter}, {device} (recorded)"), Box::new(median))
-        } else {
-            let time = |v: &VariantResult| match &v.outcome {
-                Outcome::Measured { summary, .. } => Some(format_ms(summary.median_ms)),
-                _ => None,
-            };
-            (
-                format!("Median time on the {device} (recorded)"),
-                Box::new(time),
-            )
-        };
+    let figure = if view.show_bandwidth {
+        Beside::Gbs
+    } else if view.counter_header.is_some() {
+        Beside::Counter
+    } else {
+        Beside::Time
+    };
+    let header = match figure {
+        Beside::Gbs => format!("GB/s on the {device} (recorded)"),
+        Beside::Counter => format!(
+            "{}, {device} (recorded)",
+            view.counter_header.as_deref().unwrap_or_default()
+        ),
+        Beside::Time => format!("Median time on the {device} (recorded)"),
+    };
     for row in &mut view.rows {
         row.beside = recorded
             .variant(&row.name)
-            .and_then(|v| figure(v))
+            .and_then(|v| figure.of(v))
             .unwrap_or_else(|| "–".into());
     }
     view.beside_header = Some(header);
     view.data_columns += 1;
     view
+}
+
+/// Which figure of the recorded GPU stands beside a live row.
+#[derive(Debug, Clone, Copy)]
+enum Beside {
+    Gbs,
+    Counter,
+    Time,
+}
+
+impl Beside {
+    fn of(self, v: &VariantResult) -> Option<String> {
+        match self {
+            Beside::Gbs => v.effective_gbs().map(|g| format!("{g:.0}")),
+            Beside::Counter => v.counter.as_ref()?.median().map(format_sig),
+            Beside::Time => match &v.outcome {
+                Outcome::Measured { summary, .. } => Some(format_ms(summary.median_ms)),
+                _ => None,
+            },
+        }
+    }
 }
 
 /// Where a lab's results came from, and what the reader must know about that before the table.
