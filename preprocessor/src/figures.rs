@@ -24,7 +24,7 @@ use kernelbook_core::results::{LabResults, Outcome, VariantResult};
 use std::ops::Range;
 
 /// The directives' openings, as they are searched for.
-pub const OPENINGS: [&str; 3] = ["{{#value ", "{{#ratio ", "{{#device "];
+pub const OPENINGS: [&str; 4] = ["{{#value ", "{{#ratio ", "{{#device ", "{{#claim "];
 
 /// A figure directive of a chapter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +52,13 @@ pub enum Query {
     },
     /// The name of the GPU the lab's results come from ("NVIDIA H200").
     Device { lab: String },
+    /// A claim the prose makes about the order of rows (`a < b < c` by `field`): nothing is
+    /// shown where the results bear it out, a note where they do not.
+    Claim {
+        lab: String,
+        rows: Vec<String>,
+        field: Field,
+    },
 }
 
 /// A measured quantity of a row.
@@ -146,6 +153,7 @@ impl Query {
                 })
             }
             ("device", [lab]) => Ok(Query::Device { lab: name(lab)? }),
+            ("claim", words) => parse_claim(words),
             ("device", _) => Err("`{{#device}}` takes one lab: `{{#device LAB}}`".into()),
             ("value", _) => Err("`{{#value}}` takes one LAB.VARIANT.FIELD".into()),
             _ => Err(
@@ -161,12 +169,16 @@ impl Query {
             Query::Value { field, .. } => field.name(),
             Query::Ratio { .. } => "ratio",
             Query::Device { .. } => "device",
+            Query::Claim { .. } => "claim",
         }
     }
 
     pub fn lab(&self) -> &str {
         match self {
-            Query::Value { lab, .. } | Query::Ratio { lab, .. } | Query::Device { lab } => lab,
+            Query::Value { lab, .. }
+            | Query::Ratio { lab, .. }
+            | Query::Device { lab }
+            | Query::Claim { lab, .. } => lab,
         }
     }
 
@@ -176,8 +188,39 @@ impl Query {
             Query::Value { variant, .. } => vec![variant],
             Query::Ratio { top, bottom, .. } => vec![top, bottom],
             Query::Device { .. } => Vec::new(),
+            Query::Claim { rows, .. } => rows.iter().map(String::as_str).collect(),
         }
     }
+}
+
+/// `LAB.A < LAB.B [< LAB.C ...] [FIELD]`: rows of one lab in increasing order.
+fn parse_claim(words: &[&str]) -> Result<Query, String> {
+    let usage =
+        "`{{#claim LAB.A < LAB.B [< LAB.C ...] [FIELD]}}`: rows of one lab, in increasing order";
+    let (field, words) = match words.split_last() {
+        Some((last, rest)) if !last.contains('.') && *last != "<" => (Field::parse(last)?, rest),
+        _ => (Field::Gbs, words),
+    };
+    if words.len() < 3 || words.len() % 2 == 0 {
+        return Err(usage.into());
+    }
+    let mut lab = None;
+    let mut rows = Vec::new();
+    for (i, word) in words.iter().enumerate() {
+        if i % 2 == 1 {
+            if *word != "<" {
+                return Err(usage.into());
+            }
+            continue;
+        }
+        let (this, variant) = row(word)?;
+        if lab.get_or_insert_with(|| this.clone()) != &this {
+            return Err(usage.into());
+        }
+        rows.push(variant);
+    }
+    let lab = lab.ok_or(usage)?;
+    Ok(Query::Claim { lab, rows, field })
 }
 
 fn name(word: &str) -> Result<String, String> {
@@ -204,6 +247,13 @@ fn row(path: &str) -> Result<(String, String), String> {
 /// A figure's text: the number, formatted as the lab's table formats it, or a marked gap saying
 /// why there is none. `source` says where the results come from, for the tooltip.
 pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> String {
+    if let (Query::Claim { .. }, Ok(note)) = (query, figure(query, results)) {
+        return format!(
+            "<span class=\"kernelbook-claim\" data-holds=\"{}\" title=\"{}\">{note}</span>",
+            note.is_empty(),
+            escape(source)
+        );
+    }
     match figure(query, results) {
         Ok(text) => format!(
             "<span class=\"kernelbook-figure\" data-field=\"{}\" title=\"{}\">{text}</span>",
@@ -235,7 +285,30 @@ pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Str
             Ok(format_ratio(ratio))
         }
         Query::Device { .. } => Ok(escape(&results.provenance.device.name)),
+        Query::Claim { rows, field, .. } => claim(results, rows, *field),
     }
+}
+
+/// Nothing where the rows are in the claimed order; otherwise a note with the figures, so the
+/// reader sees that their GPU disagrees with the sentence.
+fn claim(results: &LabResults, rows: &[String], field: Field) -> Result<String, String> {
+    let values = rows
+        .iter()
+        .map(|row| quantity(results, row, field))
+        .collect::<Result<Vec<f64>, String>>()?;
+    if values.windows(2).all(|pair| pair[0] < pair[1]) {
+        return Ok(String::new());
+    }
+    let figures: Vec<String> = rows
+        .iter()
+        .zip(&values)
+        .map(|(row, value)| format!("{row} {}", format_field(field, *value)))
+        .collect();
+    Ok(format!(
+        "(not on the {}: {})",
+        escape(&results.provenance.device.name),
+        figures.join(", ")
+    ))
 }
 
 /// `field` of row `variant`, unformatted.
@@ -345,6 +418,47 @@ mod tests {
             let err = Query::parse(bad).expect_err(bad);
             assert!(err.contains(message), "{bad}: {err}");
         }
+    }
+
+    #[test]
+    fn a_claim_about_the_order_of_rows_parses_and_is_checked() {
+        assert_eq!(
+            Query::parse("{{#claim t.naive < t.tiled < t.padded}}"),
+            Ok(Query::Claim {
+                lab: "t".into(),
+                rows: vec!["naive".into(), "tiled".into(), "padded".into()],
+                field: Field::Gbs
+            })
+        );
+        assert!(matches!(
+            Query::parse("{{#claim h.a < h.b counter}}"),
+            Ok(Query::Claim {
+                field: Field::Counter,
+                ..
+            })
+        ));
+        for bad in [
+            "{{#claim t.a}}",
+            "{{#claim t.a > t.b}}",
+            "{{#claim t.a < u.b}}",
+            "{{#claim t.a < t.b <}}",
+        ] {
+            assert!(Query::parse(bad).is_err(), "{bad}");
+        }
+        let text = include_str!("../../labs/recorded/transpose.json");
+        let results = LabResults::from_json(text).expect("the recording");
+        let holds = Query::parse("{{#claim transpose.naive < transpose.tiled < transpose.padded}}")
+            .expect("a claim");
+        assert_eq!(figure(&holds, Some(&results)), Ok(String::new()));
+        let html = render(&holds, Some(&results), "recorded");
+        assert!(html.contains("data-holds=\"true\""), "{html}");
+        let fails = Query::parse("{{#claim transpose.padded < transpose.naive}}").expect("a claim");
+        let note = figure(&fails, Some(&results)).expect("a note");
+        assert!(
+            note.starts_with("(not on the NVIDIA H200: padded "),
+            "{note}"
+        );
+        assert!(render(&fails, Some(&results), "r").contains("data-holds=\"false\""));
     }
 
     #[test]
