@@ -228,7 +228,12 @@ fn run_one_child(
     let mut deadline = Instant::now() + timeout;
     loop {
         match child.events.recv_until(deadline) {
-            Ok(Event::Stage { message }) => progress.stage(&message),
+            Ok(Event::Stage { message }) => {
+                progress.stage(&message);
+                // A stage is progress too: the end of a wait for a NumPy reference restarts the
+                // clock, so the wait does not eat the variant's own time limit.
+                deadline = Instant::now() + timeout;
+            }
             Ok(Event::Samples { count }) => progress.samples(count),
             Ok(Event::Begin { provenance: p }) => {
                 progress.begin(&p);
