@@ -34,7 +34,9 @@ pub fn print(out: &mut impl Write, view: &LabView) -> io::Result<()> {
     if view.has_launch_stats {
         say!(out, "{}", launch_table(view))?;
     }
-    if !view.ceiling_label.is_empty() {
+    // A lab without a ceiling variant has nothing to say here (its label is the placeholder).
+    let has_ceiling = view.rows.iter().any(|row| row.is_ceiling);
+    if has_ceiling && !view.ceiling_label.is_empty() {
         say!(out, "ceiling: {}", view.ceiling_label)?;
     }
     if let Some(p) = &view.provenance {
