@@ -1,0 +1,809 @@
+//! Every figure the runner measures is rendered by a directive (`{{#value}}`, `{{#ratio}}`),
+//! never typed: a typed number goes stale when the labs are re-recorded and is wrong on a
+//! reader's GPU. This scans every chapter (outside code blocks and inline code) for a number next
+//! to "GB/s", "µs", "ns", "cycles" or "×" and fails on any not in the allow-list below, where each
+//! typed figure says whose it is.
+
+use std::path::{Path, PathBuf};
+
+/// (chapter under book/src, the figure as typed, why it stays typed).
+const ALLOWED: &[(&str, &str, &str)] = &[
+    (
+        "exercises/drill-bank-conflict.md",
+        "350.3 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "790 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "85 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "85.4 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "85.5 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "3236 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "4.1×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "2×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "32×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "4141 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "8×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "1.5×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "1340.8 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "400 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "138.6 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "3875 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "9.7×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "4141 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "353.8 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "4084 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "389.5 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "479.3 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "3015 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "2600 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "3400 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "1.3×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "329 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "1634 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "150 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "3576 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "2.2×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "1.5×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "150.2 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "150.3 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "19.2×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/profiler-deep-dive.md",
+        "8×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/profiler-deep-dive.md",
+        "3575 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/profiler-deep-dive.md",
+        "4148 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/profiler-deep-dive.md",
+        "3943 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/register-pressure.md",
+        "1.8×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/register-pressure.md",
+        "8–11×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "450–800 cycles",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "230–400 ns",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "4148 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "3.6×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "3943 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "1859 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "2.2–2.5×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "133.2 µs",
+        "an experiment recording in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "3395 GB/s",
+        "an experiment recording in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "3701 GB/s",
+        "an experiment recording in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "133 µs",
+        "order of magnitude of the kernel beside a launch, in the narrative of the earlier harness",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "1167 GB/s",
+        "an experiment recording in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "4166 GB/s",
+        "arithmetic: sector model times the H200 recording's copy ceiling (a ratio across two labs)",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "2777 GB/s",
+        "arithmetic: sector model times the H200 recording's copy ceiling (a ratio across two labs)",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "1666 GB/s",
+        "arithmetic: sector model times the H200 recording's copy ceiling (a ratio across two labs)",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "926 GB/s",
+        "arithmetic: sector model times the H200 recording's copy ceiling (a ratio across two labs)",
+    ),
+    (
+        "glossary.md",
+        "47×",
+        "datasheet figures (H100, PCIe 5.0, P100→H100 growth)",
+    ),
+    (
+        "glossary.md",
+        "4.6×",
+        "datasheet figures (H100, PCIe 5.0, P100→H100 growth)",
+    ),
+    (
+        "glossary.md",
+        "900 GB/s",
+        "datasheet figures (H100, PCIe 5.0, P100→H100 growth)",
+    ),
+    (
+        "glossary.md",
+        "64 GB/s",
+        "datasheet figures (H100, PCIe 5.0, P100→H100 growth)",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "500 cycles",
+        "H100 order of magnitude (datasheet/lesson)",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "32×",
+        "quoting the course's claim that the chapter corrects",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "700 GB/s",
+        "the A02 lesson's MI300X figures",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "4800 GB/s",
+        "the A02 lesson's MI300X figures",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "2600 GB/s",
+        "the A02 lesson's MI300X figures",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "3.7×",
+        "the A02 lesson's MI300X figures",
+    ),
+    (
+        "hierarchy/levels.md",
+        "1 cycle",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "hierarchy/levels.md",
+        "20–30 cycles",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "hierarchy/levels.md",
+        "150–250 cycles",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "hierarchy/levels.md",
+        "450–800 cycles",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "hierarchy/levels.md",
+        "64 GB/s",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "hierarchy/levels.md",
+        "900 GB/s",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "hierarchy/levels.md",
+        "150×",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "20–30 cycles",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "2600 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "3400 GB/s",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "1.3×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "19.2×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "20×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "32×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "329.4 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "150.3 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "2.2×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "hierarchy/why.md",
+        "100–1000×",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "hierarchy/why.md",
+        "500 cycles",
+        "the Learn lesson's H100 figures / datasheets",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "500 cycles",
+        "the H100 lesson's ~500-cycle HBM latency, converted at 1.98 GHz (arithmetic)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "250 ns",
+        "the H100 lesson's ~500-cycle HBM latency, converted at 1.98 GHz (arithmetic)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "1 cycle",
+        "the Learn lesson's H100 figures",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "20–30 cycles",
+        "the Learn lesson's H100 figures",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "150–250 cycles",
+        "the Learn lesson's H100 figures",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "450–800 cycles",
+        "the Learn lesson's H100 figures",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "20–30×",
+        "the Learn lesson's H100 figures",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "20–40×",
+        "the Learn lesson's H100 figures",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "150×",
+        "the Learn lesson's H100 figures",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "150 ns",
+        "arithmetic on the H200 recording: the 256 KiB time over 16,384 passes",
+    ),
+    (
+        "labs/host-device.md",
+        "450–800 cycles",
+        "PCIe 5.0 / NVLink 4 nominal rates (datasheets)",
+    ),
+    (
+        "labs/host-device.md",
+        "64 GB/s",
+        "PCIe 5.0 / NVLink 4 nominal rates (datasheets)",
+    ),
+    (
+        "labs/host-device.md",
+        "900 GB/s",
+        "PCIe 5.0 / NVLink 4 nominal rates (datasheets)",
+    ),
+    (
+        "labs/host-device.md",
+        "128 GB/s",
+        "PCIe 5.0 / NVLink 4 nominal rates (datasheets)",
+    ),
+    (
+        "labs/host-device.md",
+        "55 GB/s",
+        "the H200 recording's pinned copy, in arithmetic against PCIe 5.0's nominal rate",
+    ),
+    (
+        "labs/host-device.md",
+        "8.9 GB/s",
+        "the earlier host_device recording in labs/recorded/experiments/",
+    ),
+    (
+        "labs/host-device.md",
+        "14.5 GB/s",
+        "the earlier host_device recording in labs/recorded/experiments/",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "3943 GB/s",
+        "the rotation experiment in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "4800 GB/s",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "700 GB/s",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "2600 GB/s",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "3400 GB/s",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "5×",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "3.7×",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "1.3×",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "4.9×",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "8×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "2.2×",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "328.7 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "150.2 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "144.2 µs",
+        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+    ),
+    (
+        "methodology.md",
+        "130 µs",
+        "order of magnitude of a transpose kernel beside a Triton launch",
+    ),
+    (
+        "practice/llm-connection.md",
+        "3×",
+        "arithmetic: the traffic cut the fusion predicts, or the FlashAttention paper's speedup",
+    ),
+    (
+        "practice/llm-connection.md",
+        "2.4×",
+        "the FlashAttention paper's speedups",
+    ),
+    (
+        "practice/memory-wall.md",
+        "720 GB/s",
+        "datasheet/whitepaper figures of past GPUs (memory-wall table)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "900 GB/s",
+        "datasheet/whitepaper figures of past GPUs (memory-wall table)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "47×",
+        "datasheet/whitepaper figures of past GPUs (memory-wall table)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "4.6×",
+        "datasheet/whitepaper figures of past GPUs (memory-wall table)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "107×",
+        "datasheet/whitepaper figures of past GPUs (memory-wall table)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "11×",
+        "datasheet/whitepaper figures of past GPUs (memory-wall table)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "100–1000×",
+        "datasheet/whitepaper figures of past GPUs (memory-wall table)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "3×",
+        "arithmetic: the traffic cut the fusion predicts, or the FlashAttention paper's speedup",
+    ),
+    (
+        "practice/memory-wall.md",
+        "4160 GB/s",
+        "the H200 recording's copy, in the ridge arithmetic (rate over bandwidth across rows)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "4814 GB/s",
+        "the H200's theoretical peak from its memory clock and bus width",
+    ),
+    (
+        "practice/pitfalls.md",
+        "2,600 GB/s",
+        "the A02 lesson's MI300X figures",
+    ),
+    (
+        "practice/pitfalls.md",
+        "3,400 GB/s",
+        "the A02 lesson's MI300X figures",
+    ),
+    (
+        "practice/pitfalls.md",
+        "1.3×",
+        "the A02 lesson's MI300X figures",
+    ),
+    (
+        "references.md",
+        "900 GB/s",
+        "datasheet/whitepaper figures of the cited documents",
+    ),
+    (
+        "references.md",
+        "720 GB/s",
+        "datasheet/whitepaper figures of the cited documents",
+    ),
+];
+
+fn chapters(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("book/src is readable") {
+        let path = entry.expect("entry").path();
+        if path.is_dir() {
+            chapters(&path, out);
+        } else if path.extension().is_some_and(|e| e == "md") {
+            out.push(path);
+        }
+    }
+}
+
+/// Removes inline code and directives from a line.
+fn prose(line: &str) -> String {
+    let mut text = String::new();
+    let mut in_code = false;
+    for part in line.split('`') {
+        if !in_code {
+            text.push_str(part);
+        }
+        in_code = !in_code;
+    }
+    while let Some(start) = text.find("{{#") {
+        let end = text[start..]
+            .find("}}")
+            .map_or(text.len(), |e| start + e + 2);
+        text.replace_range(start..end, " ");
+    }
+    text
+}
+
+/// The typed figures of one line: a number (digits, commas, a decimal part, an en-dash range)
+/// followed by " GB/s", " µs", " ns", " cycle(s)" or directly by "×".
+fn figures(line: &str) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let starts = chars[i].is_ascii_digit()
+            && (i == 0
+                || !(chars[i - 1].is_alphanumeric() || chars[i - 1] == '.' || chars[i - 1] == '_'));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let mut j = i;
+        while j < chars.len()
+            && (chars[j].is_ascii_digit()
+                || ((chars[j] == ',' || chars[j] == '.' || chars[j] == '–')
+                    && chars.get(j + 1).is_some_and(|c| c.is_ascii_digit())))
+        {
+            j += 1;
+        }
+        let number: String = chars[i..j].iter().collect();
+        let rest: String = chars[j..].iter().collect();
+        if rest.starts_with('×') {
+            found.push(format!("{number}×"));
+        } else {
+            for unit in [" GB/s", " µs", " ns", " cycles", " cycle"] {
+                let Some(after) = rest.strip_prefix(unit) else {
+                    continue;
+                };
+                if !after.chars().next().is_some_and(char::is_alphanumeric) {
+                    found.push(format!("{number}{unit}"));
+                    break;
+                }
+            }
+        }
+        i = j.max(i + 1);
+    }
+    found
+}
+
+#[test]
+fn measured_figures_in_prose_are_directives() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../book/src");
+    let mut files = Vec::new();
+    chapters(&root, &mut files);
+    files.sort();
+    let mut typed = Vec::new();
+    for file in &files {
+        let name = file
+            .strip_prefix(&root)
+            .expect("under book/src")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(file).expect("chapter is readable");
+        let mut fenced = false;
+        for (n, line) in text.lines().enumerate() {
+            if line.trim_start().starts_with("```") {
+                fenced = !fenced;
+                continue;
+            }
+            if fenced {
+                continue;
+            }
+            for figure in figures(&prose(line)) {
+                if !ALLOWED.iter().any(|(f, t, _)| *f == name && *t == figure) {
+                    typed.push(format!("{name}:{}: `{figure}`", n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        typed.is_empty(),
+        "typed figures in prose — render them with {{{{#value}}}}/{{{{#ratio}}}}, or add them to ALLOWED with whose figure they are:\n{}",
+        typed.join("\n")
+    );
+}
+
+#[test]
+fn the_scanner_finds_typed_figures_and_skips_directives() {
+    assert_eq!(
+        figures("533 → 1634 GB/s, 3.1× and 20–30 cycles"),
+        ["1634 GB/s", "3.1×", "20–30 cycles"]
+    );
+    assert!(
+        figures(&prose(
+            "{{#value transpose.naive.gbs}} GB/s, `32 GB/s`, 32 × 32"
+        ))
+        .is_empty()
+    );
+}
