@@ -22,11 +22,7 @@ fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/author-labs")
 }
 
-/// The fixture book's blocks (kernels and NumPy references) and its labs.
-fn book() -> (BTreeMap<String, KernelSource>, BTreeMap<String, LabSpec>) {
-    book_at(&fixture())
-}
-
+/// The blocks (kernels and NumPy references) and the labs of the book at `root`.
 fn book_at(root: &Path) -> (BTreeMap<String, KernelSource>, BTreeMap<String, LabSpec>) {
     let book = mdbook_driver::MDBook::load(root).expect("the fixture book loads");
     let src = root.join(&book.config.book.src);
