@@ -102,7 +102,7 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
 }
 
 /// The lab called `name`, if it is an exercise; otherwise an error that lists the exercises.
-pub fn exercise_lab(project: &Project, name: &str) -> anyhow::Result<LabSpec> {
+fn exercise_lab(project: &Project, name: &str) -> anyhow::Result<LabSpec> {
     let exercises: Vec<&str> = project
         .labs
         .ready

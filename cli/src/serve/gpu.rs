@@ -70,7 +70,8 @@ pub fn spawn(
         })
 }
 
-fn run(runner: &Runner, board: &Board, job: Job) {
+/// Runs one job.
+pub fn run(runner: &Runner, board: &Board, job: Job) {
     let mut progress = BoardProgress::new(board);
     match job {
         Job::Measure { labs, done } => done(runner.measure_unmeasured(&labs, &mut progress)),

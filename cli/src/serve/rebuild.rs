@@ -34,7 +34,7 @@ pub enum Trigger {
 }
 
 /// Why a lab shows its recorded numbers while it is being measured.
-const MEASURING_NOW: &str = "your GPU is measuring this lab now, and the page reloads with its \
+pub const MEASURING_NOW: &str = "your GPU is measuring this lab now, and the page reloads with its \
     numbers when they are ready";
 
 /// Why a lab shows its recorded numbers after a measurement that the cache did not keep.
@@ -106,6 +106,13 @@ impl ServeResults {
             }
         }
         publish(&self.board, &measurements);
+    }
+
+    /// Forgets the measurements that failed, so that the next build asks for them again: a
+    /// save retries them (a measurement's own end never does, or a lab that cannot be measured
+    /// would be asked for forever).
+    pub fn forget_failures(&self) {
+        lock(&self.measurements).retain(|_, m| !matches!(m.asked, Asked::Failed(_)));
     }
 
     /// Asks the GPU thread to measure `labs`; when it is done, the builder builds again.
@@ -241,6 +248,7 @@ impl Builder {
                 }
             }
             if !changed.is_empty() {
+                self.results.forget_failures();
                 notice(&format!(
                     "kernelbook: {} changed: rebuilding",
                     shown_paths(&self.ctx.root, &changed)

@@ -602,3 +602,75 @@ fn only_changes_to_the_books_sources_rebuild_it() {
         assert!(!watched.matters(Path::new(path)), "{path}");
     }
 }
+
+/// A build's results in `kernelbook serve`, on the fake device measuring in this process: a
+/// lab the cache lacks is shown as being measured and queued once, measured by the GPU
+/// thread's job, then shown from the cache, and no longer "being measured" once a build
+/// showed it.
+#[test]
+fn a_lab_the_cache_lacks_is_measured_once_in_the_background() {
+    use super::rebuild::{MEASURING_NOW, ServeResults, Trigger};
+    use kernelbook_runner::backend::BackendChoice;
+    use kernelbook_runner::engine::Quiet;
+    use kernelbook_runner::{LabOutcome, LabRequest, Mode, Runner, RunnerConfig};
+    use mdbook_kernelbook::preprocessor::ResultSource as _;
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let runner = Arc::new(Runner::new(RunnerConfig {
+        cache_dir: dir.path().join("cache"),
+        recorded_dir: dir.path().join("recorded"),
+        mode: Mode::Auto,
+        measurement: Default::default(),
+        isolation: None,
+        backend: BackendChoice::Fake,
+    }));
+    let board = Board::new(Ok("Fake GPU".into()));
+    let (gpu, jobs) = GpuQueue::new();
+    let (triggers, changes) = mpsc::channel();
+    let results = ServeResults::new(Arc::clone(&runner), gpu, board.clone(), triggers);
+    let lab = LabSpec::parse(
+        &include_str!("../../../labs/fixtures/coalesce.toml").replace("n = 16777216", "n = 65536"),
+        Path::new("labs/coalesce.toml"),
+    )
+    .expect("lab");
+    let kernels = ["copy_chunked", "copy_coalesced"]
+        .into_iter()
+        .map(|name| (name.to_string(), kernel(name)))
+        .collect();
+    let requests = [LabRequest {
+        lab: &lab,
+        kernels: &kernels,
+    }];
+
+    let first = results.outcomes(&requests, &mut Quiet);
+    assert!(
+        matches!(&first[0], LabOutcome::Missing { why } if why.starts_with(MEASURING_NOW)),
+        "{first:?}"
+    );
+    assert_eq!(board.now().measuring, ["coalesce"]);
+    results.outcomes(&requests, &mut Quiet);
+    let job = jobs.try_recv().expect("a job for the GPU thread");
+    assert!(jobs.try_recv().is_err(), "asked for once");
+
+    super::gpu::run(&runner, &board, job);
+    assert_eq!(
+        changes.try_recv(),
+        Ok(Trigger::Measured),
+        "the builder is told"
+    );
+    assert_eq!(
+        board.now().measuring,
+        ["coalesce"],
+        "until a build shows it"
+    );
+    let ending = results.ended_unshown();
+    assert_eq!(ending.len(), 1);
+    let second = results.outcomes(&requests, &mut Quiet);
+    assert!(
+        matches!(&second[0], LabOutcome::Measured { cached: true, .. }),
+        "{second:?}"
+    );
+    results.shown(&ending);
+    assert!(board.now().measuring.is_empty());
+    assert!(jobs.try_recv().is_err(), "nothing measured again");
+}
