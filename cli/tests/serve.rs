@@ -70,10 +70,15 @@ fn start() -> Server {
     BufReader::new(child.stdout.take().expect("stdout"))
         .read_line(&mut first)
         .expect("the address");
-    let address = first
+    let Some(address) = first
         .trim()
         .strip_prefix("kernelbook: serving the book at http://127.0.0.1:")
-        .unwrap_or_else(|| panic!("not an address: {first:?}"));
+    else {
+        let _ = child.wait();
+        std::thread::sleep(Duration::from_millis(200));
+        let said = log.lock().map(|log| log.clone()).unwrap_or_default();
+        panic!("kernelbook serve printed no address ({first:?}); it said:\n{said}");
+    };
     let (port, token) = address.split_once("/?token=").expect("a token");
     Server {
         port: port.parse().expect("a port"),
