@@ -4,6 +4,7 @@ mod cmd;
 mod output;
 mod progress;
 mod project;
+mod serve;
 mod staging;
 mod table;
 
@@ -36,6 +37,9 @@ enum Command {
     Run(cmd::run::Args),
     /// Measure labs and write their results to labs/recorded/ (with provenance and raw samples).
     Record(cmd::record::Args),
+    /// Serve the book on 127.0.0.1, rebuild it on every save, and grade exercises from the
+    /// page on this machine's GPU.
+    Serve(cmd::serve::Args),
     /// Grade your version of an exercise's kernel: compile, verify, time against the starter.
     /// Exit status 0 on PASS, 1 on FAIL, 2 when nothing could be graded.
     Check(cmd::check::Args),
@@ -90,6 +94,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cmd::run::run(&ctx, args),
         Command::Record(args) => cmd::record::run(&ctx, args),
         Command::Check(args) => cmd::check::run(&ctx, args),
+        Command::Serve(args) => cmd::serve::run(&ctx, args),
         Command::Compile(args) => cmd::compile::run(&ctx, args),
         Command::Tangle(args) => cmd::tangle::run(&ctx, args),
         Command::List => cmd::list::run(&ctx),

@@ -11,7 +11,7 @@ use mdbook_driver::MDBook;
 use mdbook_kernelbook::preprocessor::{Includes, Labs, labs_dir, load_book_parts};
 use mdbook_kernelbook::scan::BookIndex;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What every command is given: where the book is and which GPU to use.
 #[derive(Debug, Clone)]
@@ -53,16 +53,7 @@ impl Project {
     }
 
     pub fn runner(&self, mode: Mode) -> Runner {
-        Runner::new(RunnerConfig {
-            cache_dir: self.root.join(".kernelbook/cache"),
-            recorded_dir: self.labs_dir.join("recorded"),
-            mode,
-            measurement: Measurement::default(),
-            // Each lab runs in a child process of this program: a kernel that faults or hangs
-            // cannot take the build down.
-            isolation: std::env::current_exe().ok(),
-            backend: self.backend,
-        })
+        runner_at(&self.root, &self.labs_dir, self.backend, mode)
     }
 
     /// The lab called `name`, with `overrides` applied to its parameters.
@@ -83,6 +74,21 @@ impl Project {
         self.index
             .kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k))
     }
+}
+
+/// The runner of the book at `root` whose labs are in `labs_dir`: its cache in
+/// `.kernelbook/cache`, its recordings in `labs_dir/recorded`.
+pub fn runner_at(root: &Path, labs_dir: &Path, backend: BackendChoice, mode: Mode) -> Runner {
+    Runner::new(RunnerConfig {
+        cache_dir: root.join(".kernelbook/cache"),
+        recorded_dir: labs_dir.join("recorded"),
+        mode,
+        measurement: Measurement::default(),
+        // Each lab runs in a child process of this program: a kernel that faults or hangs
+        // cannot take the build down.
+        isolation: std::env::current_exe().ok(),
+        backend,
+    })
 }
 
 /// Parses `NAME=VALUE` (for `--set`): NAME a parameter's name (letters, digits, `_`, not

@@ -21,9 +21,38 @@ use std::sync::Mutex;
 /// The name book.toml uses: `[preprocessor.kernelbook]`.
 pub const NAME: &str = "kernelbook";
 
+/// Where the preprocessor gets the results of the labs a build shows: the [`Runner`] (cache,
+/// GPU, recording) by default. `kernelbook serve` gives its own, which never waits for a
+/// measurement during a build: it shows what is known and measures the rest afterwards.
+pub trait ResultSource: Send + Sync {
+    /// One outcome per request, in the same order.
+    fn outcomes(&self, requests: &[LabRequest<'_>], progress: &mut dyn Progress)
+    -> Vec<LabOutcome>;
+}
+
+impl ResultSource for Runner {
+    fn outcomes(
+        &self,
+        requests: &[LabRequest<'_>],
+        progress: &mut dyn Progress,
+    ) -> Vec<LabOutcome> {
+        self.results(requests, progress)
+    }
+}
+
+impl<T: ResultSource + ?Sized> ResultSource for std::sync::Arc<T> {
+    fn outcomes(
+        &self,
+        requests: &[LabRequest<'_>],
+        progress: &mut dyn Progress,
+    ) -> Vec<LabOutcome> {
+        (**self).outcomes(requests, progress)
+    }
+}
+
 /// Runs kernelbook inside an mdBook build.
 pub struct KernelbookPreprocessor {
-    runner: Runner,
+    results: Box<dyn ResultSource>,
     templates: Templates,
     progress: Mutex<Box<dyn Progress + Send>>,
     strict: bool,
@@ -32,15 +61,23 @@ pub struct KernelbookPreprocessor {
 impl std::fmt::Debug for KernelbookPreprocessor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("KernelbookPreprocessor")
-            .field("runner", &self.runner)
+            .field("strict", &self.strict)
             .finish_non_exhaustive()
     }
 }
 
 impl KernelbookPreprocessor {
     pub fn new(runner: Runner, progress: Box<dyn Progress + Send>) -> Self {
+        Self::with_results(Box::new(runner), progress)
+    }
+
+    /// A preprocessor that asks `results` for the labs' outcomes.
+    pub fn with_results(
+        results: Box<dyn ResultSource>,
+        progress: Box<dyn Progress + Send>,
+    ) -> Self {
         KernelbookPreprocessor {
-            runner,
+            results,
             templates: Templates::new(),
             progress: Mutex::new(progress),
             strict: false,
@@ -304,7 +341,7 @@ impl KernelbookPreprocessor {
                 .progress
                 .lock()
                 .map_err(|_| anyhow::anyhow!("progress reporter poisoned"))?;
-            self.runner.results(&requests, progress.as_mut())
+            self.results.outcomes(&requests, progress.as_mut())
         };
         let outcomes = labs
             .iter()
@@ -455,7 +492,7 @@ fn figure_text(figure: &FigureDirective, outcomes: &BTreeMap<&str, LabOutcome>) 
 
 /// The ready labs the book shows, each once however often it is shown (in the order first
 /// shown), with the kernels each one names.
-fn shown_labs<'a>(
+pub fn shown_labs<'a>(
     index: &BookIndex,
     labs: &'a Labs,
 ) -> Vec<(&'a LabSpec, BTreeMap<String, KernelSource>)> {
@@ -510,7 +547,8 @@ fn edit_chapters(
 }
 
 /// The edits of one chapter: each directive's lab HTML, and each kernel block highlighted as
-/// C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives. Inside a
+/// C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives (and, in
+/// `data-kernel`, which kernel it is: `kernelbook serve` finds an exercise's starter by it). Inside a
 /// block quote or list item, every inserted line carries the container's prefix and no blank
 /// line is added, so the container (and a tight list's tightness) stays as written.
 pub fn chapter_edits(
@@ -539,7 +577,8 @@ pub fn chapter_edits(
         };
         edits.push((block.info_range.clone(), highlight.into()));
         let caption = format!(
-            "<p class=\"kernelbook-kernel\">{what} <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.{}</code></p>",
+            "<p class=\"kernelbook-kernel\" data-kernel=\"{}\">{what} <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.{}</code></p>",
+            escape_html(&block.kernel.name),
             block.kernel.name,
             escape_html(&block.kernel.origin.to_string()).replace(['\n', '\r'], " "),
             block.kernel.name,

@@ -320,7 +320,7 @@ fn a_kernel_in_a_block_quote_keeps_the_quote() {
     );
     let edited = edited(&chapter).expect("scans");
     assert!(
-        edited.contains("> <!-- kernelbook --><p class=\"kernelbook-kernel\">"),
+        edited.contains("> <!-- kernelbook --><p class=\"kernelbook-kernel\" data-kernel=\"k\">"),
         "{edited}"
     );
     assert!(edited.contains("\n> ```cpp\n"), "{edited}");
@@ -342,7 +342,10 @@ fn a_kernel_in_a_list_item_keeps_the_list() {
     check_edits_keep_the_structure(loose).expect("same structure");
     // At the top level the edits are as they always were (the golden renders depend on it).
     let top = edited("```cuda kernel=k\nx\n```\n").expect("scans");
-    assert!(top.starts_with("<p class=\"kernelbook-kernel\">"), "{top}");
+    assert!(
+        top.starts_with("<p class=\"kernelbook-kernel\" data-kernel=\"k\">"),
+        "{top}"
+    );
     assert!(top.contains("</p>\n\n```cpp\n"), "{top}");
 }
 

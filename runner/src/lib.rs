@@ -56,5 +56,7 @@ pub mod runner;
 pub mod store;
 pub mod supervisor;
 
-pub use runner::{KernelProblem, LabOutcome, LabRequest, Mode, Runner, RunnerConfig};
+pub use runner::{
+    KernelProblem, LabOutcome, LabRequest, Lookup, Mode, Runner, RunnerConfig, Unmeasured,
+};
 pub use supervisor::RunError;

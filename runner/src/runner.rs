@@ -72,6 +72,32 @@ pub enum LabOutcome {
     Missing { why: String },
 }
 
+/// A lab's results as far as they are known without measuring ([`Runner::lookup`]).
+// One per lab of a build, each moved once: boxing either variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// What the book shows now: cached results, or recorded ones where none can be measured.
+    Ready(LabOutcome),
+    /// The cache lacks the lab's current plan: it is to be measured.
+    Unmeasured(Unmeasured),
+}
+
+/// A lab to measure: its plan for this machine's GPU and the cache key of that plan.
+#[derive(Debug, Clone)]
+pub struct Unmeasured {
+    /// The cache key: a different key is a different measurement.
+    pub key: String,
+    plan: LabPlan,
+}
+
+impl Unmeasured {
+    /// The lab's name.
+    pub fn lab(&self) -> &str {
+        &self.plan.lab
+    }
+}
+
 /// A kernel and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelProblem {
@@ -183,7 +209,42 @@ impl Runner {
         requests: &[LabRequest<'_>],
         progress: &mut dyn Progress,
     ) -> Vec<LabOutcome> {
-        let live = match (self.config.mode, self.found()) {
+        let lookups = self.lookup(requests);
+        let unmeasured: Vec<Unmeasured> = lookups
+            .iter()
+            .filter_map(|lookup| match lookup {
+                Lookup::Unmeasured(lab) => Some(lab.clone()),
+                Lookup::Ready(_) => None,
+            })
+            .collect();
+        let mut measured = self.measure_unmeasured(&unmeasured, progress).into_iter();
+        lookups
+            .into_iter()
+            .zip(requests)
+            .map(|(lookup, request)| match lookup {
+                Lookup::Ready(outcome) => outcome,
+                Lookup::Unmeasured(_) => match measured.next() {
+                    Some(Ok(results)) => LabOutcome::Measured {
+                        results,
+                        cached: false,
+                    },
+                    Some(Err(err)) => {
+                        let why = format!("measuring lab `{}` failed: {err}", request.lab.name);
+                        (self.notify)(&why);
+                        self.recorded_outcome(request, why)
+                    }
+                    None => self.recorded_outcome(request, "not measured".into()),
+                },
+            })
+            .collect()
+    }
+
+    /// What [`results`](Self::results) would give for each request without measuring anything
+    /// now: a ready outcome (cached, or recorded where nothing can be measured or the lab does
+    /// not plan for this device), or the plan to measure. `kernelbook serve` builds the book
+    /// from these at once and measures the rest in the background.
+    pub fn lookup(&self, requests: &[LabRequest<'_>]) -> Vec<Lookup> {
+        let found = match (self.config.mode, self.found()) {
             (Mode::RecordedOnly, _) => Err("recorded results requested".to_string()),
             (Mode::Auto, Err(why)) => {
                 let why = why.to_string();
@@ -192,66 +253,68 @@ impl Runner {
             }
             (Mode::Auto, Ok(found)) => Ok(found),
         };
-        let found = match live {
+        let found = match found {
             Ok(found) => found,
             Err(why) => {
                 return requests
                     .iter()
-                    .map(|r| self.recorded_outcome(r, why.clone()))
+                    .map(|r| Lookup::Ready(self.recorded_outcome(r, why.clone())))
                     .collect();
             }
         };
-        let mut outcomes: Vec<Option<LabOutcome>> = requests.iter().map(|_| None).collect();
-        let mut to_measure: Vec<(usize, LabPlan, String)> = Vec::new();
-        for (index, request) in requests.iter().enumerate() {
-            match self.plan(request, &found) {
+        requests
+            .iter()
+            .map(|request| match self.plan(request, &found) {
                 Ok(plan) => {
                     let key = plan.key(&found.toolchain);
                     match self.cache.get(request.lab, &key) {
-                        Ok(Some(results)) => {
-                            outcomes[index] = Some(LabOutcome::Measured {
-                                results,
-                                cached: true,
-                            });
-                        }
-                        Ok(None) => to_measure.push((index, plan, key)),
+                        Ok(Some(results)) => Lookup::Ready(LabOutcome::Measured {
+                            results,
+                            cached: true,
+                        }),
+                        Ok(None) => Lookup::Unmeasured(Unmeasured { key, plan }),
                         Err(distrust) => {
                             (self.notify)(&format!("{distrust}; measuring again"));
-                            to_measure.push((index, plan, key));
+                            Lookup::Unmeasured(Unmeasured { key, plan })
                         }
                     }
                 }
                 Err(err) => {
                     (self.notify)(&err.to_string());
-                    outcomes[index] = Some(self.recorded_outcome(request, err.to_string()));
+                    Lookup::Ready(self.recorded_outcome(request, err.to_string()))
                 }
-            }
-        }
-        let plans: Vec<&LabPlan> = to_measure.iter().map(|(_, plan, _)| plan).collect();
-        let measured = self.supervisor(&found).measure_all(&plans, progress);
-        for ((index, plan, key), result) in to_measure.iter().zip(measured) {
-            outcomes[*index] = Some(match result {
-                Ok(results) => {
-                    self.keep(key, &results);
-                    LabOutcome::Measured {
-                        results,
-                        cached: false,
-                    }
-                }
-                Err(err) => {
-                    let why = format!("measuring lab `{}` failed: {err}", plan.lab);
-                    (self.notify)(&why);
-                    self.recorded_outcome(&requests[*index], why)
-                }
-            });
-        }
-        outcomes
-            .into_iter()
-            .zip(requests)
-            .map(|(outcome, request)| {
-                outcome.unwrap_or_else(|| self.recorded_outcome(request, "not measured".into()))
             })
             .collect()
+    }
+
+    /// Measures labs [`lookup`](Self::lookup) found unmeasured, all in one batch, and keeps
+    /// each result in the cache under its key. One result per lab, in the same order.
+    pub fn measure_unmeasured(
+        &self,
+        labs: &[Unmeasured],
+        progress: &mut dyn Progress,
+    ) -> Vec<Result<LabResults, RunError>> {
+        if labs.is_empty() {
+            return Vec::new();
+        }
+        let found = match self.found() {
+            Ok(found) => found,
+            Err(err) => {
+                let why = err.to_string();
+                return labs
+                    .iter()
+                    .map(|_| Err(RunError::Unavailable(why.clone())))
+                    .collect();
+            }
+        };
+        let plans: Vec<&LabPlan> = labs.iter().map(|lab| &lab.plan).collect();
+        let measured = self.supervisor(&found).measure_all(&plans, progress);
+        for (lab, result) in labs.iter().zip(&measured) {
+            if let Ok(results) = result {
+                self.keep(&lab.key, results);
+            }
+        }
+        measured
     }
 
     /// Measures every request now, ignoring what the cache holds, and keeps the results in the
@@ -335,7 +398,8 @@ impl Runner {
         Ok((results, verdict))
     }
 
-    fn recorded_outcome(&self, request: &LabRequest<'_>, why: String) -> LabOutcome {
+    /// The lab's recorded results, shown because of `why` (or why there are none).
+    pub fn recorded_outcome(&self, request: &LabRequest<'_>, why: String) -> LabOutcome {
         let lab = request.lab;
         match self.recorded.get(lab) {
             Ok(Some(results)) => {

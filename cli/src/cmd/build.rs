@@ -9,8 +9,9 @@ use crate::staging::Staging;
 use anyhow::Context as _;
 use kernelbook_runner::Mode;
 use kernelbook_runner::engine::StageLog;
+use mdbook_driver::MDBook;
 use mdbook_kernelbook::KernelbookPreprocessor;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
@@ -34,10 +35,21 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Mode::Auto
     };
     let runner = project.runner(mode);
-    let mut book = project.book;
-    book.with_preprocessor(
-        KernelbookPreprocessor::new(runner, Box::new(StageLog)).strict(args.strict),
-    );
+    let kernelbook = KernelbookPreprocessor::new(runner, Box::new(StageLog)).strict(args.strict);
+    let out = render(project.book, kernelbook)?;
+    say!(
+        &mut output::stdout(),
+        "kernelbook: book written to {} in {:.1} s",
+        out.join("index.html").display(),
+        started.elapsed().as_secs_f64()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Renders `book` with kernelbook's preprocessor (`kernelbook`), KaTeX and mermaid into its
+/// build folder, swapped in whole; returns the folder of the HTML (where index.html is).
+pub fn render(mut book: MDBook, kernelbook: KernelbookPreprocessor) -> anyhow::Result<PathBuf> {
+    book.with_preprocessor(kernelbook);
     // Math is rendered to HTML at build time and diagrams by the vendored mermaid script, so the
     // book needs no network; book.toml configures both.
     book.with_preprocessor(mdbook_katex::preprocess::KatexProcessor);
@@ -47,22 +59,22 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let dest = book.root.join(&book.config.build.build_dir);
     let staging = Staging::beside(&dest)
         .with_context(|| format!("preparing to write the book to {}", dest.display()))?;
-    let html_in_dest = book
-        .build_dir_for("html")
-        .strip_prefix(&dest)
-        .map(Path::to_path_buf)
-        .unwrap_or_default();
+    let html_in_dest = html_dir(&book);
     book.config.build.build_dir = staging.path().to_path_buf();
     book.build().context("building the book")?;
     let out = staging.dest().join(html_in_dest);
     staging
         .commit()
         .with_context(|| format!("putting the book in {}", dest.display()))?;
-    say!(
-        &mut output::stdout(),
-        "kernelbook: book written to {} in {:.1} s",
-        out.join("index.html").display(),
-        started.elapsed().as_secs_f64()
-    )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(out)
+}
+
+/// Where in the build folder the HTML renderer writes: the folder itself, or `html/` when the
+/// book has several renderers.
+pub fn html_dir(book: &MDBook) -> PathBuf {
+    let dest = book.root.join(&book.config.build.build_dir);
+    book.build_dir_for("html")
+        .strip_prefix(&dest)
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
 }

@@ -11,6 +11,7 @@ use crate::progress::Spinner;
 use crate::project::{Context, Project};
 use anyhow::{Context as _, anyhow, bail};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use kernelbook_core::KernelSource;
 use kernelbook_core::exercise::ExerciseSpec;
 use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
 use kernelbook_core::spec::LabSpec;
@@ -63,10 +64,7 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             file.clone()
         }
         None => {
-            let file = under_root(
-                &ctx.root,
-                &Path::new("exercises").join(format!("{name}.cu")),
-            );
+            let file = exercise_file(&ctx.root, name);
             let exists = file
                 .try_exists()
                 .with_context(|| format!("cannot look for {}", file.display()))?;
@@ -132,6 +130,12 @@ fn exercise_lab(project: &Project, name: &str) -> anyhow::Result<LabSpec> {
     Ok(lab.clone())
 }
 
+/// Where the learner's version of exercise `name` is kept: `exercises/NAME.cu` under the
+/// book's root.
+pub fn exercise_file(root: &Path, name: &str) -> PathBuf {
+    under_root(root, &Path::new("exercises").join(format!("{name}.cu")))
+}
+
 /// `path` under the book's root, without a leading `./` for the current folder.
 fn under_root(root: &Path, path: &Path) -> PathBuf {
     if root == Path::new(".") || root.as_os_str().is_empty() {
@@ -141,15 +145,19 @@ fn under_root(root: &Path, path: &Path) -> PathBuf {
     }
 }
 
-/// Writes the exercise's starter kernel, exactly as the book shows it, to `file`.
-fn write_starter(project: &Project, lab: &LabSpec, file: &Path) -> anyhow::Result<()> {
-    let starter = lab
-        .exercise
+/// The exercise's starter kernel, as the book shows it.
+pub fn starter_kernel<'p>(project: &'p Project, lab: &LabSpec) -> anyhow::Result<&'p KernelSource> {
+    lab.exercise
         .as_ref()
         .and_then(|exercise| lab.variant(&exercise.starter))
         .and_then(|variant| variant.kernel_name())
         .and_then(|kernel| project.index.kernels.get(kernel))
-        .ok_or_else(|| anyhow!("lab `{}` names no starter kernel of the book", lab.name))?;
+        .ok_or_else(|| anyhow!("lab `{}` names no starter kernel of the book", lab.name))
+}
+
+/// Writes the exercise's starter kernel, exactly as the book shows it, to `file`.
+fn write_starter(project: &Project, lab: &LabSpec, file: &Path) -> anyhow::Result<()> {
+    let starter = starter_kernel(project, lab)?;
     if let Some(dir) = file.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the folder {}", dir.display()))?;
@@ -172,27 +180,46 @@ fn write_starter(project: &Project, lab: &LabSpec, file: &Path) -> anyhow::Resul
     Ok(())
 }
 
+/// The columns of the report's table, in the terminal and in `kernelbook serve`'s page.
+pub const REPORT_HEADER: [&str; 7] = [
+    "",
+    "kernel",
+    "median",
+    "GB/s",
+    "vs starter",
+    "registers",
+    "blocks/SM",
+];
+
 /// The lab's title, one row per measured variant (time, bandwidth, speed relative to the
 /// starter, resources) and where it was measured; `file` is the learner's kernel.
 fn report(lab: &LabSpec, results: &LabResults, file: &Path) -> String {
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_FULL_CONDENSED)
+        .set_header(REPORT_HEADER.to_vec());
+    for row in report_rows(lab, results, file) {
+        table.add_row(output::cells(row));
+    }
+    format!(
+        "{} ({})\n{table}\n{}\n",
+        lab.title,
+        lab.name,
+        measured_on(results)
+    )
+}
+
+/// The report's rows, one per measured variant, cells as [`REPORT_HEADER`] names them.
+pub fn report_rows(lab: &LabSpec, results: &LabResults, file: &Path) -> Vec<[String; 7]> {
     let starter_ms = lab
         .exercise
         .as_ref()
         .and_then(|exercise| results.variant(&exercise.starter))
         .and_then(VariantResult::median_ms);
-    let mut table = Table::new();
-    table.load_style(UTF8_FULL_CONDENSED).set_header(vec![
-        "",
-        "kernel",
-        "median",
-        "GB/s",
-        "vs starter",
-        "registers",
-        "blocks/SM",
-    ]);
     let is = |role: fn(&ExerciseSpec) -> &String, name: &str| {
         lab.exercise.as_ref().is_some_and(|e| role(e) == name)
     };
+    let mut rows = Vec::new();
     for variant in &results.variants {
         let role = if variant.name == LEARNER_VARIANT {
             "yours"
@@ -221,7 +248,7 @@ fn report(lab: &LabSpec, results: &LabResults, file: &Path) -> String {
             .resources
             .map(|r| (r.registers.to_string(), r.blocks_per_sm.to_string()))
             .unwrap_or_default();
-        table.add_row(output::cells([
+        rows.push([
             role.to_string(),
             kernel,
             status(&variant.outcome),
@@ -229,13 +256,16 @@ fn report(lab: &LabSpec, results: &LabResults, file: &Path) -> String {
             relative,
             registers,
             blocks,
-        ]));
+        ]);
     }
+    rows
+}
+
+/// "measured on NVIDIA H200 (sm_90), NVRTC 13.0, n = 1048576": the line under the table.
+pub fn measured_on(results: &LabResults) -> String {
     let p = &results.provenance;
     format!(
-        "{} ({})\n{table}\nmeasured on {} ({}), {}, {}\n",
-        lab.title,
-        lab.name,
+        "measured on {} ({}), {}, {}",
         p.device.name,
         p.device.arch,
         p.compiler_version,

@@ -7,4 +7,5 @@ pub mod info;
 pub mod list;
 pub mod record;
 pub mod run;
+pub mod serve;
 pub mod tangle;

@@ -312,12 +312,25 @@ pub enum BackendChoice {
     Auto,
     Cuda,
     Hip,
+    /// The CPU stand-in of kernelbook's own tests ([`fake`]), so that a test can run the
+    /// `kernelbook` binary end to end (`kernelbook serve` in the browser test) without a GPU.
+    /// Only a build with the `testing` feature has it (`cargo test` builds one); any other
+    /// build refuses the name ([`UnknownBackend::FakeNotBuilt`]).
+    Fake,
 }
 
-/// A `--device` (or `KERNELBOOK_DEVICE`) value that names no backend.
+/// A `--device` (or `KERNELBOOK_DEVICE`) value that names no backend this build has.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown device `{0}` (use auto, cuda or hip)")]
-pub struct UnknownBackend(pub String);
+pub enum UnknownBackend {
+    #[error("unknown device `{0}` (use auto, cuda or hip)")]
+    Unknown(String),
+    #[error("{FAKE_NOT_BUILT}")]
+    FakeNotBuilt,
+}
+
+/// Why a build without the `testing` feature refuses the fake device.
+const FAKE_NOT_BUILT: &str = "device `fake` is the CPU stand-in of kernelbook's own tests: only \
+    a test build of kernelbook has it (`cargo test` builds one); use auto, cuda or hip";
 
 /// The environment variable that chooses the device where `--device` does not.
 pub const DEVICE_ENV: &str = "KERNELBOOK_DEVICE";
@@ -331,7 +344,9 @@ impl BackendChoice {
             Some(value) if value.is_empty() => Ok(None),
             Some(value) => match value.to_str() {
                 Some(text) => text.parse().map(Some),
-                None => Err(UnknownBackend(value.to_string_lossy().into_owned())),
+                None => Err(UnknownBackend::Unknown(
+                    value.to_string_lossy().into_owned(),
+                )),
             },
         }
     }
@@ -344,7 +359,9 @@ impl std::str::FromStr for BackendChoice {
             "auto" => Ok(BackendChoice::Auto),
             "cuda" => Ok(BackendChoice::Cuda),
             "hip" => Ok(BackendChoice::Hip),
-            other => Err(UnknownBackend(other.to_string())),
+            "fake" if cfg!(any(test, feature = "testing")) => Ok(BackendChoice::Fake),
+            "fake" => Err(UnknownBackend::FakeNotBuilt),
+            other => Err(UnknownBackend::Unknown(other.to_string())),
         }
     }
 }
@@ -379,6 +396,9 @@ pub enum BackendError {
         cuda: cuda::Unavailable,
         hip: hip::Unavailable,
     },
+    /// `Fake` asked of a build without the `testing` feature (a request from another build).
+    #[error("{FAKE_NOT_BUILT}")]
+    FakeNotBuilt,
 }
 
 /// Finds the GPU and compiler `choice` allows, without opening the GPU. With `Auto`, CUDA is
@@ -410,13 +430,35 @@ pub fn find(choice: BackendChoice) -> Result<Found, BackendError> {
         BackendChoice::Auto => {
             cuda().or_else(|cuda| hip().map_err(|hip| BackendError::Neither { cuda, hip }))
         }
+        BackendChoice::Fake => find_fake(),
     }
 }
 
-/// Opens GPU 0 of `backend` (`Cuda` or `Hip`; `Auto` means CUDA).
+/// The fake device and compiler, as [`find`] reports a GPU.
+#[cfg(any(test, feature = "testing"))]
+fn find_fake() -> Result<Found, BackendError> {
+    let device = fake::FakeDevice::new();
+    Ok(Found {
+        backend: BackendChoice::Fake,
+        driver_version: device.driver_version(),
+        info: device.info,
+        compiler: Box::new(fake::FakeCompiler),
+    })
+}
+
+#[cfg(not(any(test, feature = "testing")))]
+fn find_fake() -> Result<Found, BackendError> {
+    Err(BackendError::FakeNotBuilt)
+}
+
+/// Opens GPU 0 of `backend` (`Cuda`, `Hip` or `Fake`; `Auto` means CUDA).
 pub fn open(backend: BackendChoice) -> Result<Box<dyn Device + Send>, BackendError> {
     Ok(match backend {
         BackendChoice::Hip => Box::new(hip::HipDevice::open(0)?),
         BackendChoice::Cuda | BackendChoice::Auto => Box::new(cuda::CudaDevice::open(0)?),
+        #[cfg(any(test, feature = "testing"))]
+        BackendChoice::Fake => Box::new(fake::FakeDevice::new()),
+        #[cfg(not(any(test, feature = "testing")))]
+        BackendChoice::Fake => return Err(BackendError::FakeNotBuilt),
     })
 }

@@ -1,0 +1,119 @@
+//! The routes. Everything passes the gate first ([`super::guard`]); then:
+//!
+//! | route | what |
+//! | --- | --- |
+//! | `GET /__kernelbook/serve.js`, `serve.css` | the page's script and style |
+//! | `GET /__kernelbook/events` | a websocket: the [`Status`] as JSON, now and after each change |
+//! | `GET /__kernelbook/api/state` | the [`Status`] once (for scripts: `scripts/bench`) |
+//! | `GET /__kernelbook/api/exercises` | the exercises and the GPU they are graded on |
+//! | `GET`, `PUT /__kernelbook/api/exercises/NAME` | the learner's last version; keep a new one |
+//! | `POST /__kernelbook/api/exercises/NAME/check` | grade the learner's kernel |
+//! | `GET`, `HEAD` anything else | a file of the built book ([`super::files`]) |
+//!
+//! Bodies are capped at [`MAX_BODY`] bytes (a kernel is a few kilobytes).
+
+use super::App;
+use super::exercises;
+use super::files::{PageContext, serve_file};
+use super::guard::guard;
+use super::status::Status;
+use axum::Router;
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderValue, Method, Uri};
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// The largest body a request may carry.
+pub const MAX_BODY: usize = 64 * 1024;
+
+/// The page's script and style, compiled into the binary.
+const SCRIPT: &str = include_str!("assets/serve.js");
+const STYLE: &str = include_str!("assets/serve.css");
+
+pub fn router(app: Arc<App>) -> Router {
+    let api = Router::new()
+        .route("/__kernelbook/api/state", get(state))
+        .route("/__kernelbook/api/exercises", get(exercises::list))
+        .route(
+            "/__kernelbook/api/exercises/{name}",
+            get(exercises::source).put(exercises::save),
+        )
+        .route(
+            "/__kernelbook/api/exercises/{name}/check",
+            post(exercises::check),
+        )
+        .layer(DefaultBodyLimit::max(MAX_BODY));
+    Router::new()
+        .merge(api)
+        .route(
+            "/__kernelbook/serve.js",
+            get(|| asset(SCRIPT, "text/javascript")),
+        )
+        .route("/__kernelbook/serve.css", get(|| asset(STYLE, "text/css")))
+        .route("/__kernelbook/events", get(events))
+        .fallback(page)
+        .with_state(Arc::clone(&app))
+        .layer(middleware::from_fn_with_state(Arc::clone(&app.gate), guard))
+}
+
+async fn asset(text: &'static str, kind: &'static str) -> Response {
+    let mut response = text.into_response();
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(kind));
+    response
+}
+
+async fn state(State(app): State<Arc<App>>) -> Response {
+    axum::Json(app.board.now()).into_response()
+}
+
+async fn page(State(app): State<Arc<App>>, method: Method, uri: Uri) -> Response {
+    // The version is read before the file: a page read during a swap is then older than its
+    // version says at worst, and reloads once more, never the other way round.
+    let version = app.board.now().version;
+    let context = PageContext {
+        token: app.gate.token(),
+        version,
+    };
+    serve_file(&method, &uri, &app.book_dir, context).await
+}
+
+async fn events(State(app): State<Arc<App>>, upgrade: WebSocketUpgrade) -> Response {
+    let status = app.board.subscribe();
+    // The page only listens: anything it sends is small or a close.
+    upgrade
+        .max_message_size(4096)
+        .on_upgrade(move |socket| follow(socket, status))
+}
+
+/// Sends the status now and after every change, until the page goes away.
+async fn follow(mut socket: WebSocket, mut status: watch::Receiver<Status>) {
+    loop {
+        let Ok(text) = serde_json::to_string(&*status.borrow_and_update()) else {
+            return;
+        };
+        if socket.send(Message::Text(text.into())).await.is_err() {
+            return;
+        }
+        loop {
+            tokio::select! {
+                changed = status.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                    break;
+                }
+                incoming = socket.recv() => match incoming {
+                    None | Some(Err(_)) | Some(Ok(Message::Close(_))) => return,
+                    Some(Ok(_)) => {}
+                },
+            }
+        }
+    }
+}
