@@ -28,6 +28,12 @@ pub trait ResultSource: Send + Sync {
     /// One outcome per request, in the same order.
     fn outcomes(&self, requests: &[LabRequest<'_>], progress: &mut dyn Progress)
     -> Vec<LabOutcome>;
+
+    /// The book's recording of `lab`, shown beside a live measurement on another GPU; `None`
+    /// where there is none (or it cannot be trusted).
+    fn recorded(&self, _lab: &LabSpec) -> Option<LabResults> {
+        None
+    }
 }
 
 impl ResultSource for Runner {
@@ -38,6 +44,10 @@ impl ResultSource for Runner {
     ) -> Vec<LabOutcome> {
         self.results(requests, progress)
     }
+
+    fn recorded(&self, lab: &LabSpec) -> Option<LabResults> {
+        Runner::recorded(self).get(lab).ok().flatten()
+    }
 }
 
 impl<T: ResultSource + ?Sized> ResultSource for std::sync::Arc<T> {
@@ -47,6 +57,10 @@ impl<T: ResultSource + ?Sized> ResultSource for std::sync::Arc<T> {
         progress: &mut dyn Progress,
     ) -> Vec<LabOutcome> {
         (**self).outcomes(requests, progress)
+    }
+
+    fn recorded(&self, lab: &LabSpec) -> Option<LabResults> {
+        (**self).recorded(lab)
     }
 }
 
@@ -377,7 +391,7 @@ impl KernelbookPreprocessor {
             };
             // Live on this GPU: the GPU the book was recorded on, beside it.
             let recorded = match outcome {
-                LabOutcome::Measured { .. } => self.runner.recorded().get(lab).ok().flatten(),
+                LabOutcome::Measured { .. } => self.results.recorded(lab),
                 _ => None,
             };
             let view = lab_view_beside(lab, outcome, recorded.as_ref());

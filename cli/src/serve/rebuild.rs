@@ -186,6 +186,16 @@ fn failed(lab: &str, why: &str) -> Asked {
 }
 
 impl ResultSource for ServeResults {
+    fn recorded(
+        &self,
+        lab: &kernelbook_core::spec::LabSpec,
+    ) -> Option<kernelbook_core::results::LabResults> {
+        kernelbook_runner::Runner::recorded(&self.runner)
+            .get(lab)
+            .ok()
+            .flatten()
+    }
+
     fn outcomes(&self, requests: &[LabRequest<'_>], _: &mut dyn Progress) -> Vec<LabOutcome> {
         let lookups = self.runner.lookup(requests);
         let mut to_measure = Vec::new();
