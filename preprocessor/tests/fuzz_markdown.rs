@@ -97,7 +97,7 @@ fn edited(chapter: &str) -> Option<String> {
         .collect();
     Some(apply_edits(
         chapter,
-        chapter_edits(chapter, &scan, &rendered),
+        chapter_edits(chapter, &scan, &rendered, &[]),
     ))
 }
 
@@ -397,7 +397,7 @@ fn placed() -> impl Strategy<Value = (Vec<Wrap>, String, bool)> {
 
 /// The chapter the parts make. A part that does not open a list item follows a blank line: a
 /// paragraph's lazy continuation lines after a directive are the known limit (see the notes of
-/// `lab_edit`), not what this property is about.
+/// `directive_edit`), not what this property is about.
 fn render(parts: &[(Vec<Wrap>, String, bool)]) -> String {
     let mut out = String::new();
     for (n, (wraps, block, blank)) in parts.iter().enumerate() {

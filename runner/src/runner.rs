@@ -304,6 +304,51 @@ impl Runner {
             .unwrap_or_else(|| Err(RunError::lab(&lab.name, "not measured")))
     }
 
+    /// Nsight Compute's counters for `recorded`, results of `request`'s lab measured earlier
+    /// (`kernelbook profile`): its kernel variants profiled now on this machine's GPU, with the
+    /// recording's input seed, and the GPU and time they were taken on. The recording's timings
+    /// stay its own, so the counters must describe the same code on the same kind of GPU: a
+    /// recording with other parameters, kernels edited since, or another GPU is refused.
+    pub fn profile_recorded(
+        &self,
+        request: &LabRequest<'_>,
+        recorded: &LabResults,
+        progress: &mut dyn Progress,
+    ) -> Result<kernelbook_core::results::ProfileRun, RunError> {
+        let lab = request.lab;
+        let refuse = |why: String| Err(RunError::lab(&lab.name, why));
+        if recorded.params != lab.params {
+            return refuse("the recording was measured with other parameters than the lab has now: record the lab instead (`kernelbook record`)".into());
+        }
+        let stale = store::stale_kernels(recorded, request.kernels);
+        if !stale.is_empty() {
+            return refuse(format!(
+                "{} changed since the recording: counters of the code shown would sit beside timings of older code; record the lab instead (`kernelbook record {}`)",
+                stale.join(", "),
+                lab.name
+            ));
+        }
+        let found = self.found()?;
+        let (here, there) = (
+            &found.toolchain.device.name,
+            &recorded.provenance.device.name,
+        );
+        if here != there {
+            return refuse(format!(
+                "the recording is from an {there} and this GPU is an {here}: record the lab here instead (`kernelbook record {}`)",
+                lab.name
+            ));
+        }
+        let plan = self.plan(request, &found)?;
+        let mut run = self.supervisor(&found).profile(&plan, recorded, progress)?;
+        run.provenance = Some(kernelbook_core::results::ProfileProvenance {
+            device: here.clone(),
+            uuid: found.toolchain.device.uuid.clone(),
+            measured_at: crate::engine::now_rfc3339(),
+        });
+        Ok(run)
+    }
+
     /// Writes `results` to the cache under `key`; a failure is only a notice.
     fn keep(&self, key: &str, results: &LabResults) {
         if let Err(err) = self.cache.put(key, results) {
