@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/hierarchy-on-your-gpu.md:190 (sha256 f1b2b9329c3eb088). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/hierarchy-on-your-gpu.md:207 (sha256 ee675e3f1612713d). Edit the book, not this file.
 extern "C" __global__ void read_sum(unsigned *out, const uint4 *in,
                                     unsigned long long n4, int reps) {
     unsigned sum = 0;

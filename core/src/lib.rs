@@ -12,7 +12,7 @@
 //! - [`terminal`]: text from lab files and results made safe to print (control characters escaped).
 //!
 //! ```
-//! use kernelbook_core::spec::LabSpec;
+//! use kernelbook_core::spec::{BytesMoved, LabSpec};
 //! let lab = LabSpec::parse(
 //!     r#"
 //!     name = "copy"
@@ -40,7 +40,10 @@
 //!     "labs/copy.toml".as_ref(),
 //! )
 //! .expect("a valid lab");
-//! assert_eq!(lab.bytes_moved(&lab.variants[0], &lab.params).expect("bytes"), 8192);
+//! let Some(BytesMoved::Expr(bytes)) = lab.bytes_for(&lab.variants[0]) else {
+//!     panic!("the lab's bytes");
+//! };
+//! assert_eq!(bytes.eval(&lab.params), Ok(8192));
 //! ```
 
 pub mod access;

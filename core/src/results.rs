@@ -163,6 +163,14 @@ pub struct DeviceInfo {
     pub sm_clock_khz: u64,
     pub max_threads_per_sm: u32,
     pub max_shared_bytes_per_block: u64,
+    /// Threads per warp (wavefront). Results files written before it was recorded lack it;
+    /// they were all measured on NVIDIA GPUs, whose warps are 32 threads.
+    #[serde(default = "default_warp_size")]
+    pub warp_size: u32,
+}
+
+fn default_warp_size() -> u32 {
+    32
 }
 
 impl DeviceInfo {
@@ -422,6 +430,7 @@ pub(crate) mod tests {
             sm_clock_khz: 1_980_000,
             max_threads_per_sm: 2048,
             max_shared_bytes_per_block: 232_448,
+            warp_size: 32,
         }
     }
 
@@ -477,6 +486,19 @@ pub(crate) mod tests {
     fn round_trips_through_json() {
         let r = results();
         assert_eq!(LabResults::from_json(&r.to_json()).expect("parse"), r);
+    }
+
+    #[test]
+    fn a_file_from_before_the_warp_size_was_recorded_reads_warps_of_32() {
+        let mut r = results();
+        r.provenance.device.warp_size = 64;
+        let mut json: serde_json::Value = serde_json::from_str(&r.to_json()).expect("json");
+        let device = json["provenance"]["device"]
+            .as_object_mut()
+            .expect("a device");
+        assert_eq!(device.remove("warp_size"), Some(64.into()));
+        let back = LabResults::from_json(&json.to_string()).expect("parse");
+        assert_eq!(back.provenance.device.warp_size, 32);
     }
 
     #[test]

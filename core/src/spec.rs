@@ -3,7 +3,15 @@
 //!
 //! Every problem with a lab file is a [`LabError`] that names the file and the line.
 
-use crate::expr::{Expr, ExprError, Params};
+mod device;
+mod sweep;
+mod traffic;
+
+pub use device::DeviceParams;
+pub use sweep::MAX_SWEEP_VARIANTS;
+pub use traffic::{BytesMoved, Traffic};
+
+use crate::expr::{Expr, Params};
 use crate::line_of_offset;
 use crate::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
@@ -27,12 +35,20 @@ pub struct LabSpec {
     pub title: String,
     #[serde(default)]
     pub summary: String,
-    /// Size parameters; `kernelbook run --set n=4096` overrides them.
+    /// Size parameters; `kernelbook run --set n=4096` overrides them. A variant's own `params`
+    /// add to them or replace them for that variant.
     #[serde(default)]
     pub params: Params,
     /// Bytes a variant must move (each input read once, each output written once), unless the
-    /// variant says otherwise.
-    pub bytes: Expr,
+    /// variant says otherwise; without it, the bytes follow from `reads` and `writes`.
+    #[serde(default)]
+    pub bytes: Option<Expr>,
+    /// The buffers every variant reads, unless it declares its own `reads` or `writes`.
+    #[serde(default)]
+    pub reads: Option<Spanned<Traffic>>,
+    /// The buffers every variant writes, likewise.
+    #[serde(default)]
+    pub writes: Option<Spanned<Traffic>>,
     /// The variant whose bandwidth is the lab's ceiling (100 % in the "% of ceiling" column).
     #[serde(default)]
     pub ceiling: Option<String>,
@@ -333,32 +349,6 @@ pub enum Fill {
     Zero,
 }
 
-/// The slot a pointer chase over `nodes` slots (a power of two) visits at position `k` of its
-/// lap: a bijection of `0..nodes` that scatters neighbours (odd multiply, then xor-shift, twice),
-/// so that no stride or prefetch pattern helps. The lab's CUDA kernel computes the same.
-pub fn chase_slot(k: u64, nodes: u64) -> u64 {
-    let mask = nodes.saturating_sub(1);
-    let bits = u64::from(mask.count_ones());
-    let mut x = k & mask;
-    x = x.wrapping_mul(0x9E37_79B1) & mask;
-    x ^= x >> (bits / 2).max(1);
-    x = x.wrapping_mul(0x85EB_CA6B) & mask;
-    x ^= x >> (bits / 3).max(1);
-    x & mask
-}
-
-/// The dropout decision's hash of element `i` (a 32-bit integer mix, murmur3's finaliser), the
-/// same in the lab's CUDA kernel.
-pub fn dropout_hash(seed: u32, i: u32) -> u32 {
-    let mut h = i ^ seed.wrapping_mul(0x9E37_79B9);
-    h ^= h >> 16;
-    h = h.wrapping_mul(0x85EB_CA6B);
-    h ^= h >> 13;
-    h = h.wrapping_mul(0xC2B2_AE35);
-    h ^= h >> 16;
-    h
-}
-
 /// Operations the runner provides itself, as peers of the course's kernels. Each takes
 /// `args = [dst, src]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -414,11 +404,16 @@ impl Builtin {
     }
 }
 
-/// One row of the lab's table: a kernel of the book or a builtin.
+/// One row of the lab's table: a kernel of the book or a builtin. A `[[variants]]` entry with
+/// a `sweep` stands for several, expanded when the lab is parsed (see the `sweep` module).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct VariantSpec {
     pub name: String,
+    /// Parameters of this variant's own (`params = { tile = 32 }`), added to or replacing the
+    /// lab's in every expression of the variant; a sweep binds its values here.
+    #[serde(default)]
+    pub params: Params,
     /// What the table calls the row (defaults to the name).
     #[serde(default)]
     pub label: Option<String>,
@@ -444,12 +439,29 @@ pub struct VariantSpec {
     pub args: Vec<String>,
     #[serde(default)]
     pub bytes: Option<Expr>,
+    /// The buffers this variant reads, in place of the lab's `reads` and `writes`.
+    #[serde(default)]
+    pub reads: Option<Spanned<Traffic>>,
+    /// The buffers this variant writes, likewise.
+    #[serde(default)]
+    pub writes: Option<Spanned<Traffic>>,
     /// A check of its own, e.g. a copy row in a transpose lab: `check = { reference = "copy", ... }`.
     #[serde(default)]
     pub check: Option<CheckSpec>,
-    /// Where the row stands on the lab's plot.
-    #[serde(default)]
+    /// Where the row stands on the lab's plot, worked out from `plot_x` as written when the lab
+    /// is parsed.
+    #[serde(skip)]
     pub plot_x: Option<f64>,
+    /// `plot_x` as written: a number, or an expression over the variant's own parameters.
+    #[serde(default, rename = "plot_x")]
+    plot_x_written: Option<sweep::PlotX>,
+    /// The swept parameters of the entry; always `None` once the lab is parsed.
+    #[serde(default)]
+    sweep: Option<Spanned<sweep::Sweep>>,
+    /// For a variant expanded from a sweep: the entry's name as the lab file writes it
+    /// (`ws_{kb}k`) and where its `sweep` stands, by which its errors find their line.
+    #[serde(skip)]
+    written: Option<(String, usize)>,
     /// Preprocessor definitions for the variant's kernel (`-DNAME=VALUE`), e.g. a tile size or
     /// the `__launch_bounds__` of a sweep.
     #[serde(default)]
@@ -473,6 +485,13 @@ pub struct VariantSpec {
 impl VariantSpec {
     pub fn label(&self) -> &str {
         self.label.as_deref().unwrap_or(&self.name)
+    }
+
+    /// What an error about this variant searches the lab file for: its name as written, in
+    /// quotes (for a swept variant, the entry's name with its `{...}`).
+    pub fn anchor(&self) -> String {
+        let name = self.written.as_ref().map_or(&self.name, |(name, _)| name);
+        format!("\"{name}\"")
     }
 
     pub fn kernel_name(&self) -> Option<&str> {
@@ -505,10 +524,20 @@ pub fn compile_flags(lab_flags: &[String], defines: &BTreeMap<String, String>) -
 }
 
 /// A kernel argument, resolved against the lab's buffers.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ArgSpec {
     Buffer(String),
-    Scalar { expr: Expr, ty: ScalarType },
+    /// An integer expression, passed as `ty`.
+    Scalar {
+        expr: Expr,
+        ty: ScalarType,
+    },
+    /// A floating-point literal (`"0.5:f32"`, `"-1.25e-3:f64"`), passed as `ty` (`F32` or
+    /// `F64`). For `F32` the value is the literal rounded to an f32 once, held exactly.
+    Float {
+        value: f64,
+        ty: ScalarType,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -518,8 +547,11 @@ pub enum ScalarType {
     I64,
     U32,
     U64,
-    /// An integer expression passed as a float (`"3:f32"`).
+    /// An integer expression (exact up to 2^24) or a float literal passed as a float
+    /// (`"3:f32"`, `"0.5:f32"`).
     F32,
+    /// The same as a double (integers exact up to 2^53).
+    F64,
 }
 
 /// Something wrong with a lab file, with the place it was found.
@@ -543,6 +575,7 @@ impl LabSpec {
             toml::from_str(text).map_err(|err| toml_error(&err, text, path, ""))?;
         lab.file = path.to_path_buf();
         lab.text = text.to_string();
+        lab.expand_sweeps()?;
         lab.validate()?;
         Ok(lab)
     }
@@ -650,24 +683,76 @@ impl LabSpec {
 
     /// An error about this lab at the first line containing `needle` (line 1 if none does).
     pub fn error_at(&self, needle: &str, message: impl Into<String>) -> LabError {
-        let line = self
+        let offset = self.text.find(needle).unwrap_or(0);
+        self.error_at_offset(offset, message)
+    }
+
+    /// An error about `expr`, at the first line quoting it (`"n / 32"`), else the first line
+    /// containing it (an integer written bare).
+    pub fn expr_error(&self, expr: &Expr, message: impl Into<String>) -> LabError {
+        let offset = self
             .text
-            .find(needle)
-            .map_or(1, |offset| line_of_offset(&self.text, offset));
+            .find(&format!("\"{expr}\""))
+            .or_else(|| self.text.find(expr.as_str()))
+            .unwrap_or(0);
+        self.error_at_offset(offset, message)
+    }
+
+    /// An error about this lab at the line holding byte `offset` of its text.
+    fn error_at_offset(&self, offset: usize, message: impl Into<String>) -> LabError {
         LabError {
             file: self.file.clone(),
-            line,
+            line: line_of_offset(&self.text, offset),
             message: message.into(),
         }
     }
 
-    /// Bytes `variant` must move with `params` bound.
-    pub fn bytes_moved(&self, variant: &VariantSpec, params: &Params) -> Result<u64, ExprError> {
-        let expr = variant.bytes.as_ref().unwrap_or(&self.bytes);
-        let value = expr.eval(params)?;
-        u64::try_from(value).map_err(|_| ExprError::Arithmetic {
-            expr: expr.to_string(),
-        })
+    /// The parameters `variant`'s expressions see: the lab's, then the variant's own, which
+    /// replace a lab parameter of the same name. (`--set` changes the lab's only.) The device
+    /// properties are bound beside them where an expression is evaluated
+    /// ([`DeviceParams::bind`]).
+    pub fn params_for(&self, variant: &VariantSpec) -> Params {
+        let mut params = self.params.clone();
+        params.extend(variant.params.iter().map(|(k, v)| (k.clone(), *v)));
+        params
+    }
+
+    /// What validation evaluates expressions with when the lab is loaded: the lab's (or a
+    /// variant's) parameters and the placeholder device's properties.
+    fn env(&self, variant: Option<&VariantSpec>) -> Params {
+        let params = variant.map_or_else(|| self.params.clone(), |v| self.params_for(v));
+        DeviceParams::PLACEHOLDER.bind(&params)
+    }
+
+    /// Where the bytes `variant` must move come from: its own `bytes`, else its own `reads` and
+    /// `writes`, else the lab's `bytes`, else the lab's `reads` and `writes`. `None` when there
+    /// is none of these, which is an error when the lab is loaded.
+    pub fn bytes_for<'a>(&'a self, variant: &'a VariantSpec) -> Option<BytesMoved<'a>> {
+        let traffic = |reads: &'a Option<Spanned<Traffic>>,
+                       writes: &'a Option<Spanned<Traffic>>| {
+            (reads.is_some() || writes.is_some()).then(|| BytesMoved::Traffic {
+                reads: reads.as_ref().map(Spanned::get_ref),
+                writes: writes.as_ref().map(Spanned::get_ref),
+            })
+        };
+        variant
+            .bytes
+            .as_ref()
+            .map(BytesMoved::Expr)
+            .or_else(|| traffic(&variant.reads, &variant.writes))
+            .or_else(|| self.bytes.as_ref().map(BytesMoved::Expr))
+            .or_else(|| traffic(&self.reads, &self.writes))
+    }
+
+    /// The buffers `variant` declares it writes: its own `writes` if it declares `reads` or
+    /// `writes` of its own, else the lab's; empty if neither says.
+    pub fn writes_for<'a>(&'a self, variant: &'a VariantSpec) -> Vec<&'a str> {
+        let own = variant.reads.is_some() || variant.writes.is_some();
+        let writes = if own { &variant.writes } else { &self.writes };
+        writes
+            .as_ref()
+            .map(|writes| writes.get_ref().buffers())
+            .unwrap_or_default()
     }
 
     /// Resolves a variant's argument list.
@@ -675,7 +760,9 @@ impl LabSpec {
         self.parse_args(&variant.args)
     }
 
-    /// Resolves an argument list (a variant's or an extra launch's).
+    /// Resolves an argument list (a variant's or an extra launch's): which entries are
+    /// buffers, which expressions or float literals, of which type. Expressions are evaluated
+    /// where the variant's parameters are known.
     pub fn parse_args(&self, args: &[String]) -> Result<Vec<ArgSpec>, LabError> {
         args.iter().map(|arg| self.parse_arg(arg)).collect()
     }
@@ -684,38 +771,81 @@ impl LabSpec {
         if self.buffer(arg).is_some() {
             return Ok(ArgSpec::Buffer(arg.to_string()));
         }
-        let (expr, ty) = match arg.rsplit_once(':') {
-            Some((expr, "i32")) => (expr, ScalarType::I32),
-            Some((expr, "i64")) => (expr, ScalarType::I64),
-            Some((expr, "u32")) => (expr, ScalarType::U32),
-            Some((expr, "u64")) => (expr, ScalarType::U64),
-            Some((expr, "f32")) => (expr, ScalarType::F32),
+        let (text, ty) = match arg.rsplit_once(':') {
+            Some((text, "i32")) => (text, ScalarType::I32),
+            Some((text, "i64")) => (text, ScalarType::I64),
+            Some((text, "u32")) => (text, ScalarType::U32),
+            Some((text, "u64")) => (text, ScalarType::U64),
+            Some((text, "f32")) => (text, ScalarType::F32),
+            Some((text, "f64")) => (text, ScalarType::F64),
             Some((_, other)) => {
                 return Err(self.error_at(
                     arg,
                     format!(
-                        "argument `{arg}`: unknown type `{other}` (use i32, i64, u32, u64 or f32)"
+                        "argument `{arg}`: unknown type `{other}` (use i32, i64, u32, u64, f32 or f64)"
                     ),
                 ));
             }
             None => (arg, ScalarType::I32),
         };
-        let expr = Expr::new(expr.trim());
-        expr.eval(&self.params).map_err(|err| {
-            self.error_at(
+        let text = text.trim();
+        if matches!(ty, ScalarType::F32 | ScalarType::F64) && is_float_literal(text) {
+            return self.float_arg(arg, text, ty);
+        }
+        Ok(ArgSpec::Scalar {
+            expr: Expr::new(text),
+            ty,
+        })
+    }
+
+    /// A float literal argument, refused where it is no finite value of its type (`1e39:f32`
+    /// would reach the kernel as infinity).
+    fn float_arg(&self, arg: &str, text: &str, ty: ScalarType) -> Result<ArgSpec, LabError> {
+        let value = match ty {
+            ScalarType::F32 => text.parse::<f32>().map(f64::from),
+            _ => text.parse::<f64>(),
+        };
+        match value {
+            Ok(value) if value.is_finite() => Ok(ArgSpec::Float { value, ty }),
+            Ok(_) => Err(self.error_at(
                 arg,
-                format!("argument `{arg}` is neither a buffer nor a valid expression: {err}"),
-            )
-        })?;
-        Ok(ArgSpec::Scalar { expr, ty })
+                format!(
+                    "argument `{arg}`: {text} does not fit in an {} (it would be infinite)",
+                    if ty == ScalarType::F32 { "f32" } else { "f64" }
+                ),
+            )),
+            Err(_) => {
+                Err(self.error_at(arg, format!("argument `{arg}`: `{text}` is not a number")))
+            }
+        }
+    }
+
+    /// Every integer expression among `args` evaluates over `env`.
+    fn validate_args(&self, args: &[String], env: &Params) -> Result<(), LabError> {
+        for (arg, spec) in args.iter().zip(self.parse_args(args)?) {
+            if let ArgSpec::Scalar { expr, .. } = spec {
+                expr.eval(env).map_err(|err| {
+                    self.error_at(
+                        arg,
+                        format!(
+                            "argument `{arg}` is neither a buffer nor a valid expression: {err}"
+                        ),
+                    )
+                })?;
+            }
+        }
+        Ok(())
     }
 
     fn validate(&self) -> Result<(), LabError> {
         self.validate_name()?;
+        self.validate_param_names()?;
         self.validate_buffers()?;
-        self.check_expr(&self.bytes, "bytes")?;
+        for traffic in [&self.reads, &self.writes].into_iter().flatten() {
+            self.validate_traffic(traffic)?;
+        }
         self.validate_timing()?;
-        self.validate_check(&self.check, "[check]")?;
+        self.validate_unused_defaults()?;
         self.validate_variants()?;
         self.validate_against()?;
         self.validate_summary_references()?;
@@ -753,7 +883,66 @@ impl LabSpec {
                     format!("buffer `{}` is defined twice", buffer.name),
                 ));
             }
-            self.check_expr(&buffer.len, "buffer length")?;
+            self.check_expr(&buffer.len, "buffer length", &self.env(None))?;
+        }
+        Ok(())
+    }
+
+    /// No parameter of the lab or of a variant is named like a device property, which
+    /// expressions get from the GPU.
+    fn validate_param_names(&self) -> Result<(), LabError> {
+        let message = |name: &str| {
+            format!(
+                "parameter `{name}` is named like a device property, which expressions get from \
+                 the GPU; rename the parameter"
+            )
+        };
+        if let Some(name) = self.params.keys().find(|name| DeviceParams::is_name(name)) {
+            return Err(self.error_at("[params]", message(name)));
+        }
+        for variant in &self.variants {
+            if let Some(name) = variant
+                .params
+                .keys()
+                .find(|name| DeviceParams::is_name(name))
+            {
+                return Err(self.variant_error(variant, message(name)));
+            }
+        }
+        Ok(())
+    }
+
+    /// `reads` or `writes` names buffers of the lab, each once.
+    fn validate_traffic(&self, traffic: &Spanned<Traffic>) -> Result<(), LabError> {
+        let here = |message: String| self.error_at_offset(traffic.span().start, message);
+        let mut seen = BTreeSet::new();
+        for name in traffic.get_ref().buffers() {
+            if self.buffer(name).is_none() {
+                return Err(here(format!(
+                    "reads and writes name buffers of the lab; `{name}` is not one"
+                )));
+            }
+            if !seen.insert(name) {
+                return Err(here(format!("buffer `{name}` is listed twice")));
+            }
+        }
+        Ok(())
+    }
+
+    /// The lab's `[check]` and `bytes` are evaluated with each variant that uses them (see
+    /// [`Self::validate_variant`]); where no variant does, with the lab's own parameters, so
+    /// that a mistake in them is still found.
+    fn validate_unused_defaults(&self) -> Result<(), LabError> {
+        let env = self.env(None);
+        if self.variants.iter().all(|v| v.check.is_some()) {
+            self.validate_check(&self.check, "[check]", &env)?;
+        }
+        let own_bytes =
+            |v: &VariantSpec| v.bytes.is_some() || v.reads.is_some() || v.writes.is_some();
+        if let Some(bytes) = &self.bytes
+            && self.variants.iter().all(own_bytes)
+        {
+            self.check_expr(bytes, "bytes", &env)?;
         }
         Ok(())
     }
@@ -786,8 +975,8 @@ impl LabSpec {
         for variant in &self.variants {
             self.validate_variant(variant)?;
             if !seen.insert(variant.name.as_str()) {
-                return Err(self.error_at(
-                    &format!("\"{}\"", variant.name),
+                return Err(self.variant_error(
+                    variant,
                     format!("variant `{}` is defined twice", variant.name),
                 ));
             }
@@ -877,8 +1066,8 @@ impl LabSpec {
             if let Some(x) = variant.plot_x
                 && (!x.is_finite() || (plot.log2_x && x <= 0.0))
             {
-                return Err(self.error_at(
-                    &format!("\"{}\"", variant.name),
+                return Err(self.variant_error(
+                    variant,
                     format!(
                         "variant `{}`: plot_x = {x} cannot be drawn on this plot",
                         variant.name
@@ -903,6 +1092,7 @@ impl LabSpec {
     }
 
     fn validate_variant(&self, variant: &VariantSpec) -> Result<(), LabError> {
+        let env = self.env(Some(variant));
         match (&variant.kernel, variant.builtin) {
             (Some(_), Some(_)) => {
                 return Err(self.variant_error(
@@ -922,40 +1112,71 @@ impl LabSpec {
                     ),
                 ));
             }
-            (Some(_), None) => self.validate_kernel_launch(variant)?,
+            (Some(_), None) => self.validate_kernel_launch(variant, &env)?,
             (None, Some(builtin)) => self.validate_builtin(variant, builtin)?,
         }
-        if let Some(bytes) = &variant.bytes {
-            self.check_expr(bytes, "bytes")?;
-        }
-        self.validate_extra_launches(variant)?;
+        self.validate_bytes(variant, &env)?;
+        self.validate_extra_launches(variant, &env)?;
         self.validate_defines(&variant.name, &variant.defines)?;
         self.validate_script(variant)?;
         if let Some(work) = self.work_for(variant) {
-            self.check_expr(&work.count, "work.count")?;
+            self.check_expr(&work.count, "work.count", &env)?;
         }
-        self.validate_counter(variant)?;
-        if let Some(check) = &variant.check {
-            self.validate_check(check, &format!("\"{}\"", variant.name))?;
+        self.validate_counter(variant, &env)?;
+        match &variant.check {
+            Some(check) => self.validate_check(check, &variant.anchor(), &env)?,
+            None => self.validate_check(&self.check, "[check]", &env)?,
         }
-        self.args(variant)?;
+        self.validate_args(&variant.args, &env)?;
         Ok(())
     }
 
-    /// An error about `variant`, at the line that names it.
-    fn variant_error(&self, variant: &VariantSpec, message: String) -> LabError {
-        let named = format!("name = \"{}\"", variant.name);
-        if self.text.contains(&named) {
-            return self.error_at(&named, message);
+    /// An error about `variant`, at the line that names it: its `name = "..."`, else the first
+    /// line quoting its name as written (a `ceiling` or `ratios` may quote it first).
+    pub fn variant_error(&self, variant: &VariantSpec, message: impl Into<String>) -> LabError {
+        let anchor = variant.anchor();
+        let written = format!("name = {anchor}");
+        // Several entries may write the same swept name: the one before this one's `sweep`.
+        let swept = variant.written.as_ref().and_then(|(_, sweep)| {
+            let before = self.text.get(..*sweep)?;
+            before.rfind(&written)
+        });
+        let offset = swept
+            .or_else(|| self.text.find(&written))
+            .or_else(|| self.text.find(&anchor))
+            .unwrap_or(0);
+        self.error_at_offset(offset, message)
+    }
+
+    /// The variant moves a number of bytes the lab can work out ([`Self::bytes_for`]), over
+    /// buffers of the lab.
+    fn validate_bytes(&self, variant: &VariantSpec, env: &Params) -> Result<(), LabError> {
+        for traffic in [&variant.reads, &variant.writes].into_iter().flatten() {
+            self.validate_traffic(traffic)?;
         }
-        self.error_at(&format!("\"{}\"", variant.name), message)
+        match self.bytes_for(variant) {
+            None => Err(self.variant_error(
+                variant,
+                format!(
+                    "variant `{}` moves no bytes the lab knows of: give it or the lab `bytes`, \
+                     or `reads` and `writes`",
+                    variant.name
+                ),
+            )),
+            Some(BytesMoved::Expr(bytes)) => self.check_expr(bytes, "bytes", env),
+            Some(traffic) => traffic
+                .entries()
+                .into_iter()
+                .filter_map(|(_, count)| count)
+                .try_for_each(|count| self.check_expr(count, "element count", env)),
+        }
     }
 
     /// A kernel variant's grid, block and `shared_bytes` evaluate to a launch.
-    fn validate_kernel_launch(&self, variant: &VariantSpec) -> Result<(), LabError> {
-        self.validate_dims(&variant.name, &variant.grid, &variant.block)?;
+    fn validate_kernel_launch(&self, variant: &VariantSpec, env: &Params) -> Result<(), LabError> {
+        self.validate_dims(variant, &variant.grid, &variant.block, env)?;
         if let Some(bytes) = &variant.shared_bytes {
-            self.check_expr(bytes, "shared_bytes")?;
+            self.check_expr(bytes, "shared_bytes", env)?;
         }
         Ok(())
     }
@@ -1012,13 +1233,13 @@ impl LabSpec {
     }
 
     /// The `setup` and `then` launches are valid, and only a kernel variant has them.
-    fn validate_extra_launches(&self, variant: &VariantSpec) -> Result<(), LabError> {
+    fn validate_extra_launches(&self, variant: &VariantSpec, env: &Params) -> Result<(), LabError> {
         for launch in variant.setup.iter().chain(&variant.then) {
-            self.validate_dims(&variant.name, &launch.grid, &launch.block)?;
+            self.validate_dims(variant, &launch.grid, &launch.block, env)?;
             if let Some(bytes) = &launch.shared_bytes {
-                self.check_expr(bytes, "shared_bytes")?;
+                self.check_expr(bytes, "shared_bytes", env)?;
             }
-            self.parse_args(&launch.args)?;
+            self.validate_args(&launch.args, env)?;
             self.validate_defines(&variant.name, &launch.defines)?;
         }
         if (!variant.setup.is_empty() || !variant.then.is_empty()) && variant.kernel.is_none() {
@@ -1056,14 +1277,14 @@ impl LabSpec {
 
     /// The counter that applies to `variant`, if any, counts a positive `per` in a u64 buffer
     /// of the lab.
-    fn validate_counter(&self, variant: &VariantSpec) -> Result<(), LabError> {
+    fn validate_counter(&self, variant: &VariantSpec, env: &Params) -> Result<(), LabError> {
         let Some(counter) = self.counter_for(variant) else {
             return Ok(());
         };
-        self.check_expr(&counter.per, "counter.per")?;
-        if counter.per.eval(&self.params).is_ok_and(|per| per <= 0) {
-            return Err(self.error_at(
-                counter.per.as_str(),
+        self.check_expr(&counter.per, "counter.per", env)?;
+        if counter.per.eval(env).is_ok_and(|per| per <= 0) {
+            return Err(self.expr_error(
+                &counter.per,
                 format!("counter.per `{}` must be positive", counter.per),
             ));
         }
@@ -1086,8 +1307,15 @@ impl LabSpec {
         }
     }
 
-    fn validate_dims(&self, variant: &str, grid: &[Expr], block: &[Expr]) -> Result<(), LabError> {
-        let here = |message: String| self.error_at(&format!("\"{variant}\""), message);
+    fn validate_dims(
+        &self,
+        variant: &VariantSpec,
+        grid: &[Expr],
+        block: &[Expr],
+        env: &Params,
+    ) -> Result<(), LabError> {
+        let here = |message: String| self.variant_error(variant, message);
+        let variant = &variant.name;
         for (what, dims) in [("grid", grid), ("block", block)] {
             if dims.is_empty() || dims.len() > 3 {
                 return Err(here(format!(
@@ -1096,7 +1324,7 @@ impl LabSpec {
             }
             for dim in dims {
                 let value = dim
-                    .eval(&self.params)
+                    .eval(env)
                     .map_err(|err| here(format!("variant `{variant}`: {what}: {err}")))?;
                 if value <= 0 || value > i64::from(i32::MAX) {
                     return Err(here(format!(
@@ -1132,7 +1360,7 @@ impl LabSpec {
         Ok(())
     }
 
-    fn validate_check(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
+    fn validate_check(&self, check: &CheckSpec, near: &str, env: &Params) -> Result<(), LabError> {
         let inputs: Vec<&str> = match &check.kind {
             CheckKind::Builtin(builtin) => builtin.inputs(),
             CheckKind::Python(python) => {
@@ -1169,10 +1397,10 @@ impl LabSpec {
         match &check.kind {
             CheckKind::Builtin(builtin) => {
                 for (name, expr) in builtin.exprs() {
-                    self.check_expr(expr, &format!("check.{name}"))?;
+                    self.check_expr(expr, &format!("check.{name}"), env)?;
                 }
             }
-            CheckKind::Python(python) => self.validate_python_check(python)?,
+            CheckKind::Python(python) => self.validate_python_check(python, env)?,
             CheckKind::Against(against) => {
                 if self.variant(&against.against).is_none() {
                     return Err(self.error_at(
@@ -1185,12 +1413,12 @@ impl LabSpec {
                 }
             }
         }
-        self.validate_compare(check, near)
+        self.validate_compare(check, near, env)
     }
 
     /// A NumPy check names its block by a Python identifier, and its arguments are numbers or
     /// expressions of the parameters, named unlike any buffer (the function receives both).
-    fn validate_python_check(&self, python: &PythonCheck) -> Result<(), LabError> {
+    fn validate_python_check(&self, python: &PythonCheck, env: &Params) -> Result<(), LabError> {
         let near = format!("\"{}\"", python.python);
         let near = near.as_str();
         let identifier = |name: &str| {
@@ -1218,7 +1446,7 @@ impl LabSpec {
                 ));
             }
             if let ArgValue::Expr(expr) = value {
-                self.check_expr(expr, &format!("check.args.{name}"))?;
+                self.check_expr(expr, &format!("check.args.{name}"), env)?;
             }
         }
         Ok(())
@@ -1226,7 +1454,12 @@ impl LabSpec {
 
     /// A comparison's numbers are in range, a tolerance compares floats, and a sample stride is
     /// at least 1.
-    fn validate_compare(&self, check: &CheckSpec, near: &str) -> Result<(), LabError> {
+    fn validate_compare(
+        &self,
+        check: &CheckSpec,
+        near: &str,
+        env: &Params,
+    ) -> Result<(), LabError> {
         let Some(compare) = &check.compare else {
             return Ok(());
         };
@@ -1249,8 +1482,8 @@ impl LabSpec {
             ));
         }
         if let Some(every) = &compare.every {
-            self.check_expr(every, "compare.every")?;
-            if every.eval(&self.params).is_ok_and(|n| n < 1) {
+            self.check_expr(every, "compare.every", env)?;
+            if every.eval(env).is_ok_and(|n| n < 1) {
                 return Err(self.error_at(
                     "every",
                     format!("compare.every `{every}` must be at least 1"),
@@ -1301,11 +1534,23 @@ impl LabSpec {
         variant.check.as_ref().unwrap_or(&self.check)
     }
 
-    fn check_expr(&self, expr: &Expr, what: &str) -> Result<(), LabError> {
-        expr.eval(&self.params)
+    fn check_expr(&self, expr: &Expr, what: &str, env: &Params) -> Result<(), LabError> {
+        expr.eval(env)
             .map(|_| ())
-            .map_err(|err| self.error_at(expr.as_str(), format!("{what}: {err}")))
+            .map_err(|err| self.expr_error(expr, format!("{what}: {err}")))
     }
+}
+
+/// Whether an argument's text (its type suffix taken off) is a float literal, `0.5` or
+/// `-1.25e-3`, rather than an integer expression: a sign, then a digit or a point, and a point
+/// or an exponent somewhere. (`e5` alone is a parameter's name.)
+fn is_float_literal(text: &str) -> bool {
+    let unsigned = text.strip_prefix(['-', '+']).unwrap_or(text);
+    unsigned.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+        && unsigned.contains(['.', 'e', 'E'])
+        && unsigned
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-'))
 }
 
 impl fmt::Display for ArgSpec {
@@ -1313,6 +1558,7 @@ impl fmt::Display for ArgSpec {
         match self {
             ArgSpec::Buffer(name) => f.write_str(name),
             ArgSpec::Scalar { expr, ty } => write!(f, "{expr}:{ty:?}"),
+            ArgSpec::Float { value, ty } => write!(f, "{value}:{ty:?}"),
         }
     }
 }
@@ -1342,7 +1588,10 @@ mod tests {
                 ty: ScalarType::I32
             }
         );
-        assert_eq!(lab.bytes_moved(&lab.variants[1], &lab.params), Ok(8192));
+        match lab.bytes_for(&lab.variants[1]) {
+            Some(BytesMoved::Expr(bytes)) => assert_eq!(bytes.eval(&lab.params), Ok(8192)),
+            other => panic!("the lab's bytes, got {other:?}"),
+        }
     }
 
     #[test]
@@ -1502,6 +1751,189 @@ mod tests {
         );
         let text = COPY.replace("[\"dst\", \"src\", \"n\"]", "[\"dst\", \"src\", \"n:f16\"]");
         assert!(parse(&text).expect_err("bad type").message.contains("f16"));
+    }
+
+    #[test]
+    fn a_variants_params_add_to_and_replace_the_labs_and_set_changes_only_the_labs() {
+        let text = COPY.replace(
+            "grid = [\"n / 256\"]",
+            "params = { n = 4096, tile = 32 }\ngrid = [\"n / tile\"]",
+        );
+        let lab = parse(&text).expect("valid");
+        let scalar = lab.variant("scalar").expect("scalar");
+        let memcpy = lab.variant("memcpy").expect("memcpy");
+        assert_eq!(
+            lab.params_for(scalar),
+            Params::from([("n".into(), 4096), ("tile".into(), 32)])
+        );
+        assert_eq!(lab.params_for(memcpy), Params::from([("n".into(), 1024)]));
+        let set = lab
+            .with_params(&Params::from([("n".into(), 2048)]))
+            .expect("--set n");
+        assert_eq!(set.params["n"], 2048);
+        assert_eq!(
+            set.params_for(set.variant("scalar").expect("scalar"))["n"],
+            4096
+        );
+        assert_eq!(
+            set.params_for(set.variant("memcpy").expect("memcpy"))["n"],
+            2048
+        );
+        let err = lab
+            .with_params(&Params::from([("tile".into(), 16)]))
+            .expect_err("a variant's parameter is not the lab's");
+        assert!(
+            err.message.contains("no parameter `tile`"),
+            "{}",
+            err.message
+        );
+
+        // One variant's parameter is not another's.
+        let text = text.replace(
+            "args = [\"dst\", \"src\"]\n",
+            "args = [\"dst\", \"src\"]\nbytes = \"tile * 4\"\n",
+        );
+        let err = parse(&text).expect_err("memcpy has no tile");
+        assert!(
+            err.message.contains("unknown parameter `tile`"),
+            "{}",
+            err.message
+        );
+        assert_eq!(err.line, 29, "{err}");
+    }
+
+    #[test]
+    fn expressions_may_name_device_properties_and_parameters_may_not() {
+        let lab = parse(&COPY.replace("[\"n / 256\"]", "[\"2 * sm_count\", \"warp_size\"]"));
+        assert!(lab.is_ok(), "{lab:?}");
+        // At load the H200's values stand in: they are real numbers, checked like any other.
+        let err = parse(&COPY.replace("[\"n / 256\"]", "[\"l2_bytes * l2_bytes\"]"))
+            .expect_err("too large a grid");
+        assert!(err.message.contains("3958241859993600"), "{}", err.message);
+        let err = parse(&COPY.replace("n = 1024", "n = 1024\nwarp_size = 64"))
+            .expect_err("a lab parameter named like a property");
+        assert!(
+            err.message
+                .contains("`warp_size` is named like a device property"),
+            "{err}"
+        );
+        assert_eq!(err.line, 7, "{err}");
+        let err = parse(&COPY.replace("block = [256]", "block = [256]\nparams = { l2_bytes = 1 }"))
+            .expect_err("a variant parameter named like a property");
+        assert!(err.message.contains("`l2_bytes`"), "{err}");
+        assert_eq!(err.line, 31, "{err}");
+    }
+
+    #[test]
+    fn float_arguments_take_literals_as_well_as_integer_expressions() {
+        let with_args = |args: &str| parse(&COPY.replace("[\"dst\", \"src\", \"n\"]", args));
+        let lab = with_args(
+            "[\"dst\", \"0.1:f32\", \"-1.25e-3:f64\", \"n / 2:f64\", \"1e3:f32\", \"3:f32\"]",
+        )
+        .expect("valid");
+        let float = |value: f64, ty| ArgSpec::Float { value, ty };
+        assert_eq!(
+            lab.args(&lab.variants[1]).expect("args")[1..],
+            [
+                float(f64::from(0.1f32), ScalarType::F32),
+                float(-1.25e-3, ScalarType::F64),
+                ArgSpec::Scalar {
+                    expr: Expr::new("n / 2"),
+                    ty: ScalarType::F64
+                },
+                float(1000.0, ScalarType::F32),
+                ArgSpec::Scalar {
+                    expr: Expr::new("3"),
+                    ty: ScalarType::F32
+                },
+            ]
+        );
+        let cases = [
+            ("[\"1e39:f32\"]", "does not fit in an f32"),
+            ("[\"-1e309:f64\"]", "does not fit in an f64"),
+            ("[\"1.2.3:f32\"]", "is not a number"),
+            ("[\"0.5:i32\"]", "neither a buffer nor a valid expression"),
+            ("[\"e5:f32\"]", "unknown parameter `e5`"),
+        ];
+        for (args, message) in cases {
+            let err = with_args(args).expect_err(args);
+            assert!(err.message.contains(message), "{args}: {}", err.message);
+            assert_eq!(err.line, 35, "{args}: {err}");
+        }
+    }
+
+    #[test]
+    fn bytes_come_from_the_variant_then_the_lab_then_their_reads_and_writes() {
+        let traffic = COPY.replace(
+            "bytes = \"2 * n * 4\"\n",
+            "reads = [\"src\"]\nwrites = { dst = \"n / 2\" }\n",
+        );
+        let lab = parse(&traffic).expect("valid");
+        let memcpy = lab.variant("memcpy").expect("memcpy");
+        let Some(BytesMoved::Traffic { reads, writes }) = lab.bytes_for(memcpy) else {
+            panic!("the lab's reads and writes");
+        };
+        assert_eq!(reads, Some(&Traffic::Whole(vec!["src".into()])));
+        let dst = BTreeMap::from([("dst".to_string(), Expr::new("n / 2"))]);
+        assert_eq!(writes, Some(&Traffic::Elements(dst)));
+        assert_eq!(lab.writes_for(memcpy), ["dst"]);
+
+        // The variant's own reads and writes come before the lab's; its `bytes` before both.
+        let own = format!("{traffic}reads = {{ src = \"n\" }}\n");
+        let lab = parse(&own).expect("valid");
+        let scalar = lab.variant("scalar").expect("scalar");
+        assert!(matches!(
+            lab.bytes_for(scalar),
+            Some(BytesMoved::Traffic {
+                reads: Some(_),
+                writes: None
+            })
+        ));
+        assert!(lab.writes_for(scalar).is_empty(), "its own say: no writes");
+        let lab = parse(&format!("{traffic}bytes = 8\n")).expect("valid");
+        let scalar = lab.variant("scalar").expect("scalar");
+        assert_eq!(
+            lab.bytes_for(scalar),
+            Some(BytesMoved::Expr(&Expr::new("8")))
+        );
+        assert_eq!(
+            lab.writes_for(scalar),
+            ["dst"],
+            "the lab's writes still apply"
+        );
+        let lab = parse(&format!("{COPY}writes = [\"dst\"]\n")).expect("valid");
+        assert_eq!(
+            lab.bytes_for(lab.variant("scalar").expect("scalar"))
+                .map(|b| b.entries().len()),
+            Some(1),
+            "a variant's own writes come before the lab's bytes"
+        );
+    }
+
+    #[test]
+    fn reads_and_writes_are_checked_with_their_line() {
+        let no_bytes = COPY.replace("bytes = \"2 * n * 4\"\n", "");
+        let err = parse(&no_bytes).expect_err("no bytes");
+        assert!(
+            err.message.contains("variant `memcpy` moves no bytes"),
+            "{err}"
+        );
+        assert_eq!(err.line, 25, "{err}");
+        let cases = [
+            ("reads = [\"srcc\"]\n", 4, "`srcc` is not one"),
+            ("reads = [\"src\", \"src\"]\n", 4, "listed twice"),
+            ("writes = { dst = \"m\" }\n", 4, "unknown parameter `m`"),
+            ("reads = 5\n", 4, "a list of buffer names"),
+        ];
+        for (line, at, message) in cases {
+            let err =
+                parse(&no_bytes.replace("ceiling", &format!("{line}ceiling"))).expect_err(line);
+            assert!(err.message.contains(message), "{line}: {}", err.message);
+            assert_eq!(err.line, at, "{line}: {err}");
+        }
+        let err = parse(&format!("{COPY}writes = [\"out\"]\n")).expect_err("no buffer out");
+        assert!(err.message.contains("`out` is not one"), "{err}");
+        assert_eq!(err.line, 38, "{err}");
     }
 
     const SWEEP: &str = r#"

@@ -470,6 +470,7 @@ plot_x = 8
                     sm_clock_khz: 1,
                     max_threads_per_sm: 2048,
                     max_shared_bytes_per_block: 1,
+                    warp_size: 32,
                 },
                 driver_version: "13.0".into(),
                 compiler_version: "NVRTC 13.0".into(),

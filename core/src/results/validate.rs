@@ -251,6 +251,7 @@ fn validate_device(d: &DeviceInfo) -> Result<(), InvalidResults> {
         d.max_threads_per_sm,
         (1.0, 65536.0),
     )?;
+    int_in_range(&place, "warp_size", d.warp_size, (1.0, 1024.0))?;
     int_in_range(
         &place,
         "compute_capability.0",
@@ -611,12 +612,13 @@ mod tests {
     #[test]
     fn an_implausible_device_is_distrusted() {
         type Damage = fn(&mut DeviceInfo);
-        let cases: [(&str, Damage); 5] = [
+        let cases: [(&str, Damage); 6] = [
             ("sm_count", |d| d.sm_count = 0),
             ("sm_clock_khz", |d| d.sm_clock_khz = 0),
             ("memory_clock_khz", |d| d.memory_clock_khz = 1),
             ("bus_width_bits", |d| d.bus_width_bits = u64::MAX),
             ("max_threads_per_sm", |d| d.max_threads_per_sm = 0),
+            ("warp_size", |d| d.warp_size = 0),
         ];
         for (field, damage) in cases {
             let mut r = results();

@@ -271,23 +271,6 @@ pub enum BuiltinCheck {
         output: String,
         factor: Expr,
     },
-    /// Column sums of each 32-row strip of an n × n f32 matrix:
-    /// `output[t * n + c] = Σ_{r < 32} input[(32 t + r) * n + c]`, added in row order, so bit for
-    /// bit (a sum in another order rounds differently, and the drill asks for this order).
-    ColumnSums {
-        input: String,
-        output: String,
-        n: Expr,
-    },
-    /// The shared-memory column-read microbenchmark (u32, wrapping): block `b` stages
-    /// `tile[i][j] = input[b * 1024 + 32 i + j]` and thread (x, y) of its 32 × 8 threads writes
-    /// `output[b * 256 + 32 y + x] = Σ_{r < reps} tile[x][(y + r) mod 32]`.
-    SharedColumnReads {
-        input: String,
-        output: String,
-        blocks: Expr,
-        reps: Expr,
-    },
     /// The register-pressure kernel (f32): 64 accumulators per element, `iters` rounds of
     /// `acc[k] = fma(acc[k], 0.999, 0.001 * acc[(k + 7) mod 64])` in order, then their sum.
     RegisterPressure {
@@ -295,16 +278,6 @@ pub enum BuiltinCheck {
         output: String,
         count: Expr,
         iters: Expr,
-    },
-    /// A pointer chase over `nodes` slots `spacing` u32 apart, visited in the order of
-    /// [`chase_slot`]: after `warm` warm-up steps and `steps` more, `output[0]` is the index
-    /// reached.
-    PointerChase {
-        output: String,
-        nodes: Expr,
-        spacing: Expr,
-        warm: Expr,
-        steps: Expr,
     },
     /// Each `tile` × `tile` block of an n × n f32 matrix plus its own transpose:
     /// `output[r][c] = input[r][c] + input[r0 + (c - c0)][c0 + (r - r0)]` for the block at
@@ -321,18 +294,6 @@ pub enum BuiltinCheck {
         output: String,
         count: Expr,
         times: Expr,
-    },
-    /// `output = dropout(gelu(input + bias))` over a rows × cols f32 matrix, bias per column,
-    /// GELU in its tanh form, an element dropped when `dropout_hash(seed, i) < threshold` and the
-    /// rest scaled by 2^32 / (2^32 − threshold).
-    BiasGeluDropout {
-        input: String,
-        bias: String,
-        output: String,
-        rows: Expr,
-        cols: Expr,
-        threshold: Expr,
-        seed: Expr,
     },
     /// `chains` independent FMA chains per element: `v_k = input[i] + k`, then `rounds` times
     /// `v_k = fma(v_k, 0.9999, 0.0001)`, and `output[i] = Σ_k v_k` in order (bit for bit: a fused
@@ -354,14 +315,10 @@ impl BuiltinCheck {
             | BuiltinCheck::Transpose { input, .. }
             | BuiltinCheck::StridedGather { input, .. }
             | BuiltinCheck::Scale { input, .. }
-            | BuiltinCheck::ColumnSums { input, .. }
-            | BuiltinCheck::SharedColumnReads { input, .. }
             | BuiltinCheck::RegisterPressure { input, .. }
             | BuiltinCheck::WrappingSum { input, .. }
             | BuiltinCheck::TileSymmetrize { input, .. }
             | BuiltinCheck::FmaChains { input, .. } => vec![input],
-            BuiltinCheck::BiasGeluDropout { input, bias, .. } => vec![input, bias],
-            BuiltinCheck::PointerChase { .. } => Vec::new(),
         }
     }
 
@@ -371,13 +328,9 @@ impl BuiltinCheck {
             | BuiltinCheck::Transpose { output, .. }
             | BuiltinCheck::StridedGather { output, .. }
             | BuiltinCheck::Scale { output, .. }
-            | BuiltinCheck::ColumnSums { output, .. }
-            | BuiltinCheck::SharedColumnReads { output, .. }
             | BuiltinCheck::RegisterPressure { output, .. }
-            | BuiltinCheck::PointerChase { output, .. }
             | BuiltinCheck::WrappingSum { output, .. }
             | BuiltinCheck::TileSymmetrize { output, .. }
-            | BuiltinCheck::BiasGeluDropout { output, .. }
             | BuiltinCheck::FmaChains { output, .. } => output,
         }
     }
@@ -391,41 +344,13 @@ impl BuiltinCheck {
                 vec![("count", count), ("stride", stride)]
             }
             BuiltinCheck::Scale { factor, .. } => vec![("factor", factor)],
-            BuiltinCheck::ColumnSums { n, .. } => vec![("n", n)],
-            BuiltinCheck::SharedColumnReads { blocks, reps, .. } => {
-                vec![("blocks", blocks), ("reps", reps)]
-            }
             BuiltinCheck::RegisterPressure { count, iters, .. } => {
                 vec![("count", count), ("iters", iters)]
             }
-            BuiltinCheck::PointerChase {
-                nodes,
-                spacing,
-                warm,
-                steps,
-                ..
-            } => vec![
-                ("nodes", nodes),
-                ("spacing", spacing),
-                ("warm", warm),
-                ("steps", steps),
-            ],
             BuiltinCheck::WrappingSum { count, times, .. } => {
                 vec![("count", count), ("times", times)]
             }
             BuiltinCheck::TileSymmetrize { n, tile, .. } => vec![("n", n), ("tile", tile)],
-            BuiltinCheck::BiasGeluDropout {
-                rows,
-                cols,
-                threshold,
-                seed,
-                ..
-            } => vec![
-                ("rows", rows),
-                ("cols", cols),
-                ("threshold", threshold),
-                ("seed", seed),
-            ],
             BuiltinCheck::FmaChains {
                 count,
                 chains,
@@ -454,7 +379,6 @@ impl BuiltinCheck {
     pub fn tolerance(&self) -> Option<(f64, f64)> {
         match self {
             BuiltinCheck::RegisterPressure { .. } => Some((1e-5, 1e-6)),
-            BuiltinCheck::BiasGeluDropout { .. } => Some((1e-5, 1e-6)),
             _ => None,
         }
     }
@@ -467,13 +391,9 @@ impl BuiltinCheck {
             BuiltinCheck::Transpose { .. } => "transpose",
             BuiltinCheck::StridedGather { .. } => "strided_gather",
             BuiltinCheck::Scale { .. } => "scale",
-            BuiltinCheck::ColumnSums { .. } => "column_sums",
-            BuiltinCheck::SharedColumnReads { .. } => "shared_column_reads",
             BuiltinCheck::RegisterPressure { .. } => "register_pressure",
-            BuiltinCheck::PointerChase { .. } => "pointer_chase",
             BuiltinCheck::TileSymmetrize { .. } => "tile_symmetrize",
             BuiltinCheck::WrappingSum { .. } => "wrapping_sum",
-            BuiltinCheck::BiasGeluDropout { .. } => "bias_gelu_dropout",
             BuiltinCheck::FmaChains { .. } => "fma_chains",
         }
     }

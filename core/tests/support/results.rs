@@ -323,6 +323,7 @@ fn device() -> impl Strategy<Value = DeviceInfo> {
                 sm_clock_khz,
                 max_threads_per_sm: threads,
                 max_shared_bytes_per_block: 232_448,
+                warp_size: 32,
             },
         )
 }

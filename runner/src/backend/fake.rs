@@ -44,6 +44,7 @@ impl Default for FakeDevice {
                 sm_clock_khz: 1_000_000,
                 max_threads_per_sm: 2048,
                 max_shared_bytes_per_block: 49152,
+                warp_size: 32,
             },
             buffers: Vec::new(),
             kernels: Vec::new(),

@@ -75,6 +75,7 @@ pub enum LaunchArg<'a, B> {
     U32(u32),
     U64(u64),
     F32(f32),
+    F64(f64),
 }
 
 /// The two events [`GpuDevice`] records around a timed [`Op`].
@@ -412,6 +413,7 @@ fn resolve<'a, B>(buffers: &'a [B], arg: &KernelArg) -> Result<LaunchArg<'a, B>,
         KernelArg::U32(v) => LaunchArg::U32(v),
         KernelArg::U64(v) => LaunchArg::U64(v),
         KernelArg::F32(v) => LaunchArg::F32(v),
+        KernelArg::F64(v) => LaunchArg::F64(v),
     })
 }
 

@@ -34,6 +34,7 @@ pub enum KernelArg {
     U32(u32),
     U64(u64),
     F32(f32),
+    F64(f64),
 }
 
 /// A unit of device work that can be run or timed.
@@ -286,6 +287,7 @@ pub(crate) fn check_kernel_args(
             KernelArg::U32(_) => ("a u32", 4),
             KernelArg::U64(_) => ("a u64", 8),
             KernelArg::F32(_) => ("an f32", 4),
+            KernelArg::F64(_) => ("an f64", 8),
         };
         if size != arg_size {
             return Err(DeviceError::invalid(

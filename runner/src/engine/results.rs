@@ -2,7 +2,7 @@
 //! results once every row is in.
 
 use crate::backend::{Compiler, Device};
-use crate::plan::{LabPlan, OpPlan, VariantPlan};
+use crate::plan::{LabPlan, OpPlan, ReferencePlan, VariantPlan};
 use kernelbook_core::results::{
     FORMAT_VERSION, FailureStage, LabResults, Outcome, Provenance, VariantResult,
 };
@@ -26,6 +26,14 @@ pub fn result_template(plan: &LabPlan, variant: &VariantPlan, outcome: Outcome) 
             .collect(),
         _ => Default::default(),
     };
+    // The NumPy reference it was checked against is as much a part of the row as its kernels:
+    // an edited reference makes a recording stale too.
+    let mut other_kernels: std::collections::BTreeMap<String, String> = other_kernels;
+    if let Some(ReferencePlan::Python { block, .. }) =
+        plan.checks.get(variant.check).map(|c| &c.reference)
+    {
+        other_kernels.insert(block.name.clone(), block.source_hash());
+    }
     VariantResult {
         name: variant.name.clone(),
         kernel: main.map(|build| build.key.clone()),

@@ -280,5 +280,6 @@ fn kernel_arg(env: &Env<'_>, arg: ArgPlan) -> Result<KernelArg, Refusal> {
         ArgPlan::U32(v) => KernelArg::U32(v),
         ArgPlan::U64(v) => KernelArg::U64(v),
         ArgPlan::F32(v) => KernelArg::F32(v),
+        ArgPlan::F64(v) => KernelArg::F64(v),
     })
 }

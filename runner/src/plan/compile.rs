@@ -10,8 +10,8 @@ use crate::references::{self, Comparison};
 use kernelbook_core::expr::{Expr, Params};
 use kernelbook_core::results::Work;
 use kernelbook_core::spec::{
-    ArgSpec, ArgValue, Builtin, BuiltinCheck, CheckKind, CheckSpec, Fill, LabError, LabSpec,
-    LaunchSpec, PythonCheck, ScalarType, VariantSpec, compile_flags,
+    ArgSpec, ArgValue, Builtin, BuiltinCheck, BytesMoved, CheckKind, CheckSpec, DeviceParams, Fill,
+    LabError, LabSpec, LaunchSpec, PythonCheck, ScalarType, VariantSpec, compile_flags,
 };
 use kernelbook_core::stats::StoppingRule;
 use kernelbook_core::{KernelSource, Language};
@@ -96,18 +96,30 @@ struct PlanCompiler<'a> {
 }
 
 impl PlanCompiler<'_> {
-    /// Evaluates `expr`; an error names the line it is written on and what it is.
-    fn eval(&self, expr: &Expr, what: &str) -> Result<i64, LabError> {
-        expr.eval(&self.lab.params)
-            .map_err(|err| self.lab.error_at(expr.as_str(), format!("{what}: {err}")))
+    /// What the expressions of `variant` (or, for `None`, the lab's buffers) are evaluated
+    /// with: the target's device properties and the lab's parameters, with the variant's own.
+    fn env(&self, variant: Option<&VariantSpec>) -> Params {
+        let params = variant.map_or_else(|| self.lab.params.clone(), |v| self.lab.params_for(v));
+        self.target.device_params().bind(&params)
+    }
+
+    /// Evaluates `expr` over `env`; an error names the line it is written on and what it is.
+    fn eval(&self, expr: &Expr, what: &str, env: &Params) -> Result<i64, LabError> {
+        expr.eval(env)
+            .map_err(|err| self.lab.expr_error(expr, format!("{what}: {err}")))
     }
 
     /// Evaluates `expr` into the unsigned type `T`, refusing negative or too large values.
-    fn eval_into<T: TryFrom<i64>>(&self, expr: &Expr, what: &str) -> Result<T, LabError> {
-        let value = self.eval(expr, what)?;
+    fn eval_into<T: TryFrom<i64>>(
+        &self,
+        expr: &Expr,
+        what: &str,
+        env: &Params,
+    ) -> Result<T, LabError> {
+        let value = self.eval(expr, what, env)?;
         T::try_from(value).map_err(|_| {
-            self.lab.error_at(
-                expr.as_str(),
+            self.lab.expr_error(
+                expr,
                 format!(
                     "{what} `{expr}` is {value}, out of range (at most {})",
                     std::any::type_name::<T>()
@@ -117,12 +129,13 @@ impl PlanCompiler<'_> {
     }
 
     fn buffers(&self) -> Result<Vec<BufferPlan>, LabError> {
+        let env = self.env(None);
         self.lab
             .buffers
             .iter()
             .map(|spec| {
                 let what = format!("buffer `{}` length", spec.name);
-                let len: usize = self.eval_into(&spec.len, &what)?;
+                let len: usize = self.eval_into(&spec.len, &what, &env)?;
                 let bytes = len.checked_mul(spec.elem.size()).ok_or_else(|| {
                     self.lab.error_at(
                         spec.len.as_str(),
@@ -159,12 +172,12 @@ impl PlanCompiler<'_> {
         buffers: &[BufferPlan],
     ) -> Result<VariantPlan, LabError> {
         let lab = self.lab;
-        let bytes = variant.bytes.as_ref().unwrap_or(&lab.bytes);
+        let env = self.env(Some(variant));
         let check_spec = lab.check_for(variant);
-        let check = self.check(variant, check_spec, buffers)?;
+        let check = self.check(variant, check_spec, buffers, &env)?;
         let work = match lab.work_for(variant) {
             Some(spec) => Some(Work {
-                count: self.eval_into(&spec.count, "work.count")?,
+                count: self.eval_into(&spec.count, "work.count", &env)?,
                 unit: spec.unit.clone(),
             }),
             None => None,
@@ -172,34 +185,91 @@ impl PlanCompiler<'_> {
         let counter = match lab.counter_for(variant) {
             Some(spec) => Some(CounterPlan {
                 buffer: self.buffer_index(&spec.buffer, &spec.buffer)?,
-                per: self.eval_into::<u64>(&spec.per, "counter.per")?.max(1),
+                per: self
+                    .eval_into::<u64>(&spec.per, "counter.per", &env)?
+                    .max(1),
                 unit: spec.unit.clone(),
             }),
             None => None,
         };
+        let writes = lab
+            .writes_for(variant)
+            .into_iter()
+            .map(|name| self.buffer_index(name, &variant.anchor()))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(VariantPlan {
             name: variant.name.clone(),
-            bytes_moved: self.eval_into(bytes, "bytes")?,
+            bytes_moved: self.bytes_moved(variant, buffers, &env)?,
             check,
             flush_l2: variant.flush_l2.unwrap_or(lab.flush_l2),
             work,
             counter,
-            op: self.op(variant, check_spec, buffers)?,
+            op: self.op(variant, check_spec, buffers, &env)?,
+            writes,
         })
     }
 
-    /// The index of `variant`'s check (`spec`), compiling it the first time it is seen.
+    /// The bytes `variant` must move ([`LabSpec::bytes_for`]): a `bytes` expression, or the
+    /// elements of its `reads` and `writes` times their element sizes.
+    fn bytes_moved(
+        &self,
+        variant: &VariantSpec,
+        buffers: &[BufferPlan],
+        env: &Params,
+    ) -> Result<u64, LabError> {
+        let here = variant.anchor();
+        let traffic = match self.lab.bytes_for(variant) {
+            Some(BytesMoved::Expr(bytes)) => return self.eval_into(bytes, "bytes", env),
+            Some(traffic) => traffic,
+            None => {
+                return Err(self.lab.variant_error(
+                    variant,
+                    format!(
+                        "variant `{}` moves no bytes the lab knows of: give it or the lab \
+                         `bytes`, or `reads` and `writes`",
+                        variant.name
+                    ),
+                ));
+            }
+        };
+        let too_many = || {
+            self.lab.variant_error(
+                variant,
+                format!(
+                    "variant `{}`: the bytes it reads and writes overflow",
+                    variant.name
+                ),
+            )
+        };
+        let mut total = 0u64;
+        for (name, count) in traffic.entries() {
+            let buffer = &buffers[self.buffer_index(name, &here)?];
+            let elements: u64 = match count {
+                Some(count) => self.eval_into(count, &format!("elements of `{name}`"), env)?,
+                None => buffer.len as u64,
+            };
+            let bytes = elements
+                .checked_mul(buffer.elem.size() as u64)
+                .ok_or_else(too_many)?;
+            total = total.checked_add(bytes).ok_or_else(too_many)?;
+        }
+        Ok(total)
+    }
+
+    /// The index of `variant`'s check (`spec`), compiling it the first time it is seen. Its
+    /// expressions are evaluated over `env`, the variant's.
     fn check(
         &mut self,
         variant: &VariantSpec,
         spec: &CheckSpec,
         buffers: &[BufferPlan],
+        env: &Params,
     ) -> Result<usize, LabError> {
         let near = format!("\"{}\"", spec.output());
         let output = self.buffer_index(spec.output(), &near)?;
         let (reference, inputs, default) = match &spec.kind {
-            CheckKind::Builtin(builtin) => self.builtin_reference(builtin, &near)?,
-            CheckKind::Python(python) => self.python_reference(python, buffers)?,
+            CheckKind::Builtin(builtin) => self.builtin_reference(builtin, &near, env)?,
+            CheckKind::Python(python) => self.python_reference(python, buffers, env)?,
             CheckKind::Against(against) if against.against == variant.name => {
                 (ReferencePlan::Trusted, Vec::new(), Comparison::EXACT)
             }
@@ -224,7 +294,7 @@ impl PlanCompiler<'_> {
             Some(compare) => Comparison {
                 rule: compare.rule,
                 sample_stride: match &compare.every {
-                    Some(every) => self.eval_into(every, "compare.every")?,
+                    Some(every) => self.eval_into(every, "compare.every", env)?,
                     None => 1,
                 },
             },
@@ -250,6 +320,7 @@ impl PlanCompiler<'_> {
         &self,
         builtin: &BuiltinCheck,
         near: &str,
+        env: &Params,
     ) -> Result<(ReferencePlan, Vec<usize>, Comparison), LabError> {
         let name = builtin.reference_name();
         let reference = references::find(name).ok_or_else(|| {
@@ -263,7 +334,10 @@ impl PlanCompiler<'_> {
             .collect::<Result<Vec<_>, _>>()?;
         let mut args = Params::new();
         for (name, expr) in builtin.exprs() {
-            args.insert(name.to_string(), self.eval(expr, &format!("check.{name}"))?);
+            args.insert(
+                name.to_string(),
+                self.eval(expr, &format!("check.{name}"), env)?,
+            );
         }
         let comparison = reference.comparison(&args);
         let reference = ReferencePlan::Builtin {
@@ -279,6 +353,7 @@ impl PlanCompiler<'_> {
         &self,
         python: &PythonCheck,
         buffers: &[BufferPlan],
+        env: &Params,
     ) -> Result<(ReferencePlan, Vec<usize>, Comparison), LabError> {
         let here = format!("\"{}\"", python.python);
         let block = self.kernels.get(&python.python).ok_or_else(|| {
@@ -308,16 +383,17 @@ impl PlanCompiler<'_> {
                 .filter(|&i| buffers[i].fill != Fill::Poison)
                 .collect(),
         };
-        let mut params: BTreeMap<String, f64> = self
-            .lab
-            .params
+        // The lab's and the variant's parameters (not the device's properties: a reference
+        // computes what the kernel must, whatever GPU runs it).
+        let mut params: BTreeMap<String, f64> = env
             .iter()
+            .filter(|(name, _)| !DeviceParams::is_name(name))
             .map(|(name, value)| (name.clone(), *value as f64))
             .collect();
         for (name, value) in &python.args {
             let value = match value {
                 ArgValue::Number(number) => *number,
-                ArgValue::Expr(expr) => self.eval(expr, &format!("check.args.{name}"))? as f64,
+                ArgValue::Expr(expr) => self.eval(expr, &format!("check.args.{name}"), env)? as f64,
             };
             params.insert(name.clone(), value);
         }
@@ -333,10 +409,11 @@ impl PlanCompiler<'_> {
         variant: &VariantSpec,
         check: &CheckSpec,
         buffers: &[BufferPlan],
+        env: &Params,
     ) -> Result<OpPlan, LabError> {
-        let here = format!("\"{}\"", variant.name);
+        let here = variant.anchor();
         let (Some(builtin), None) = (variant.builtin, &variant.kernel) else {
-            return self.kernel_op(variant).map(OpPlan::Kernel);
+            return self.kernel_op(variant, env).map(OpPlan::Kernel);
         };
         let [dst, src] = match variant.args.as_slice() {
             [dst, src] => [
@@ -344,8 +421,8 @@ impl PlanCompiler<'_> {
                 self.buffer_index(src, &here)?,
             ],
             _ => {
-                return Err(self.lab.error_at(
-                    &here,
+                return Err(self.lab.variant_error(
+                    variant,
                     format!(
                         "builtin {} (variant `{}`) takes `args = [dst, src]`, two buffers",
                         builtin.name(),
@@ -382,7 +459,7 @@ impl PlanCompiler<'_> {
             Builtin::DeviceToHostPageable => host(Direction::DeviceToHost, false),
             Builtin::DeviceToHostPinned => host(Direction::DeviceToHost, true),
             Builtin::LibraryTranspose => {
-                let (rows, cols) = self.transpose_shape(check, &here)?;
+                let (rows, cols) = self.transpose_shape(check, &here, env)?;
                 Ok(OpPlan::LibraryTranspose(TransposeOp {
                     dst,
                     src,
@@ -391,7 +468,7 @@ impl PlanCompiler<'_> {
                 }))
             }
             Builtin::TorchTranspose | Builtin::PythonTranspose => {
-                let (rows, cols) = self.transpose_shape(check, &here)?;
+                let (rows, cols) = self.transpose_shape(check, &here, env)?;
                 let script = match &variant.script {
                     Some(name) => Some(self.source(name.get_ref(), name.get_ref())?.clone()),
                     None => None,
@@ -401,11 +478,16 @@ impl PlanCompiler<'_> {
         }
     }
 
-    fn transpose_shape(&self, check: &CheckSpec, near: &str) -> Result<(usize, usize), LabError> {
+    fn transpose_shape(
+        &self,
+        check: &CheckSpec,
+        near: &str,
+        env: &Params,
+    ) -> Result<(usize, usize), LabError> {
         match check.as_builtin() {
             Some(BuiltinCheck::Transpose { rows, cols, .. }) => Ok((
-                self.eval_into(rows, "check.rows")?,
-                self.eval_into(cols, "check.cols")?,
+                self.eval_into(rows, "check.rows", env)?,
+                self.eval_into(cols, "check.cols", env)?,
             )),
             _ => Err(self.lab.error_at(
                 near,
@@ -423,11 +505,10 @@ impl PlanCompiler<'_> {
         })
     }
 
-    fn kernel_op(&mut self, variant: &VariantSpec) -> Result<KernelOp, LabError> {
-        let here = format!("\"{}\"", variant.name);
+    fn kernel_op(&mut self, variant: &VariantSpec, env: &Params) -> Result<KernelOp, LabError> {
         let Some(kernel) = variant.kernel.as_ref() else {
-            return Err(self.lab.error_at(
-                &here,
+            return Err(self.lab.variant_error(
+                variant,
                 format!(
                     "variant `{}` needs `kernel = \"...\"` or a builtin",
                     variant.name
@@ -444,17 +525,22 @@ impl PlanCompiler<'_> {
         };
         let launches = |this: &mut Self, list: &[LaunchSpec]| {
             list.iter()
-                .map(|l| this.launch(&Launch::of(l), &variant.name))
+                .map(|l| this.launch(&Launch::of(l), variant, env))
                 .collect::<Result<Vec<_>, _>>()
         };
         Ok(KernelOp {
             setup: launches(self, &variant.setup)?,
-            main: self.launch(&main, &variant.name)?,
+            main: self.launch(&main, variant, env)?,
             then: launches(self, &variant.then)?,
         })
     }
 
-    fn launch(&mut self, launch: &Launch<'_>, variant: &str) -> Result<LaunchPlan, LabError> {
+    fn launch(
+        &mut self,
+        launch: &Launch<'_>,
+        spec: &VariantSpec,
+        env: &Params,
+    ) -> Result<LaunchPlan, LabError> {
         let source = self.source(launch.kernel, launch.kernel)?.clone();
         let build = KernelBuild {
             key: launch.kernel.to_string(),
@@ -468,14 +554,14 @@ impl PlanCompiler<'_> {
                 self.builds.len() - 1
             }
         };
-        let grid = self.dims(launch.grid, "grid", variant, &self.target.max_grid)?;
+        let grid = self.dims(launch.grid, "grid", spec, &self.target.max_grid, env)?;
         let max_block = [self.target.max_threads_per_block, 1024, 64];
-        let block = self.dims(launch.block, "block", variant, &max_block)?;
+        let block = self.dims(launch.block, "block", spec, &max_block, env)?;
         let threads: u64 = block.iter().map(|&d| u64::from(d)).product();
-        let here = format!("\"{variant}\"");
+        let variant = &spec.name;
         if threads > u64::from(self.target.max_threads_per_block) {
-            return Err(self.lab.error_at(
-                &here,
+            return Err(self.lab.variant_error(
+                spec,
                 format!(
                     "variant `{variant}`: a block of {threads} threads is more than the {} a block may have",
                     self.target.max_threads_per_block
@@ -483,12 +569,12 @@ impl PlanCompiler<'_> {
             ));
         }
         let shared_bytes: u32 = match launch.shared_bytes {
-            Some(expr) => self.eval_into(expr, "shared_bytes")?,
+            Some(expr) => self.eval_into(expr, "shared_bytes", env)?,
             None => 0,
         };
         if u64::from(shared_bytes) > self.target.max_shared_bytes_per_block {
-            return Err(self.lab.error_at(
-                &here,
+            return Err(self.lab.variant_error(
+                spec,
                 format!(
                     "variant `{variant}`: {shared_bytes} bytes of dynamic shared memory per block; \
                      the device allows at most {}",
@@ -501,7 +587,7 @@ impl PlanCompiler<'_> {
             grid,
             block,
             shared_bytes,
-            args: self.args(launch.args)?,
+            args: self.args(launch.args, env)?,
         })
     }
 
@@ -509,22 +595,23 @@ impl PlanCompiler<'_> {
         &self,
         exprs: &[Expr],
         what: &str,
-        variant: &str,
+        spec: &VariantSpec,
         limits: &[u32; 3],
+        env: &Params,
     ) -> Result<[u32; 3], LabError> {
-        let here = format!("\"{variant}\"");
+        let variant = &spec.name;
         if exprs.is_empty() || exprs.len() > 3 {
-            return Err(self.lab.error_at(
-                &here,
+            return Err(self.lab.variant_error(
+                spec,
                 format!("variant `{variant}`: `{what}` needs 1 to 3 dimensions"),
             ));
         }
         let mut out = [1u32; 3];
         for ((slot, expr), limit) in out.iter_mut().zip(exprs).zip(limits) {
-            let value = self.eval(expr, &format!("variant `{variant}`: {what}"))?;
+            let value = self.eval(expr, &format!("variant `{variant}`: {what}"), env)?;
             if value < 1 || value > i64::from(*limit) {
-                return Err(self.lab.error_at(
-                    &here,
+                return Err(self.lab.variant_error(
+                    spec,
                     format!(
                         "variant `{variant}`: {what} dimension `{expr}` is {value}; the device allows 1 to {limit}"
                     ),
@@ -535,36 +622,43 @@ impl PlanCompiler<'_> {
         Ok(out)
     }
 
-    fn args(&self, args: &[String]) -> Result<Vec<ArgPlan>, LabError> {
+    fn args(&self, args: &[String], env: &Params) -> Result<Vec<ArgPlan>, LabError> {
         self.lab
             .parse_args(args)?
             .iter()
             .map(|arg| match arg {
                 ArgSpec::Buffer(name) => Ok(ArgPlan::Buffer(self.buffer_index(name, name)?)),
-                ArgSpec::Scalar { expr, ty } => self.scalar(expr, *ty),
+                ArgSpec::Scalar { expr, ty } => self.scalar(expr, *ty, env),
+                // A literal's value was rounded to its type once, when the lab was parsed.
+                ArgSpec::Float { value, ty } => Ok(match ty {
+                    ScalarType::F32 => ArgPlan::F32(*value as f32),
+                    _ => ArgPlan::F64(*value),
+                }),
             })
             .collect()
     }
 
-    fn scalar(&self, expr: &Expr, ty: ScalarType) -> Result<ArgPlan, LabError> {
+    fn scalar(&self, expr: &Expr, ty: ScalarType, env: &Params) -> Result<ArgPlan, LabError> {
         let what = "argument";
-        Ok(match ty {
-            ScalarType::I32 => ArgPlan::I32(self.eval_into(expr, what)?),
-            ScalarType::I64 => ArgPlan::I64(self.eval(expr, what)?),
-            ScalarType::U32 => ArgPlan::U32(self.eval_into(expr, what)?),
-            ScalarType::U64 => ArgPlan::U64(self.eval_into(expr, what)?),
-            ScalarType::F32 => {
-                let value = self.eval(expr, what)?;
-                // Integers up to 2^24 are exact in f32; past that the kernel would get another
-                // number than the lab file says.
-                if value.unsigned_abs() > 1 << 24 {
-                    return Err(self.lab.error_at(
-                        expr.as_str(),
-                        format!("argument `{expr}` = {value} is not exact as an f32"),
-                    ));
-                }
-                ArgPlan::F32(value as f32)
+        // Integers up to 2^24 are exact in f32 (2^53 in f64); past that the kernel would get
+        // another number than the lab file says.
+        let exact = |bits: u32, name: &str| -> Result<i64, LabError> {
+            let value = self.eval(expr, what, env)?;
+            if value.unsigned_abs() > 1 << bits {
+                return Err(self.lab.expr_error(
+                    expr,
+                    format!("argument `{expr}` = {value} is not exact as an {name}"),
+                ));
             }
+            Ok(value)
+        };
+        Ok(match ty {
+            ScalarType::I32 => ArgPlan::I32(self.eval_into(expr, what, env)?),
+            ScalarType::I64 => ArgPlan::I64(self.eval(expr, what, env)?),
+            ScalarType::U32 => ArgPlan::U32(self.eval_into(expr, what, env)?),
+            ScalarType::U64 => ArgPlan::U64(self.eval_into(expr, what, env)?),
+            ScalarType::F32 => ArgPlan::F32(exact(24, "f32")? as f32),
+            ScalarType::F64 => ArgPlan::F64(exact(53, "f64")? as f64),
         })
     }
 }

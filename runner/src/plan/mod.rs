@@ -23,12 +23,13 @@ use crate::references::Comparison;
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::{DeviceInfo, Work};
-use kernelbook_core::spec::{CompareRule, ElemType, Fill};
+use kernelbook_core::spec::{CompareRule, DeviceParams, ElemType, Fill};
 use kernelbook_core::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
 
 /// The device properties a plan is compiled against: what decides whether a launch is
-/// possible and what kernels are compiled for.
+/// possible, what kernels are compiled for, and what a lab's expressions may name
+/// ([`DeviceParams`]: `grid = ["2 * sm_count"]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
     /// "cuda" or "hip".
@@ -39,6 +40,9 @@ pub struct Target {
     pub max_grid: [u32; 3],
     pub max_shared_bytes_per_block: u64,
     pub l2_bytes: u64,
+    pub sm_count: u32,
+    pub max_threads_per_sm: u32,
+    pub warp_size: u32,
 }
 
 impl Target {
@@ -52,6 +56,21 @@ impl Target {
             max_grid: [i32::MAX as u32, 65535, 65535],
             max_shared_bytes_per_block: device.max_shared_bytes_per_block,
             l2_bytes: device.l2_bytes,
+            sm_count: device.sm_count,
+            max_threads_per_sm: device.max_threads_per_sm,
+            warp_size: device.warp_size,
+        }
+    }
+
+    /// The values a lab's expressions get for the device properties they name.
+    pub fn device_params(&self) -> DeviceParams {
+        let wide = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+        DeviceParams {
+            sm_count: i64::from(self.sm_count),
+            l2_bytes: wide(self.l2_bytes),
+            max_threads_per_sm: i64::from(self.max_threads_per_sm),
+            warp_size: i64::from(self.warp_size),
+            max_shared_bytes_per_block: wide(self.max_shared_bytes_per_block),
         }
     }
 }
@@ -180,6 +199,10 @@ pub struct VariantPlan {
     pub work: Option<Work>,
     pub counter: Option<CounterPlan>,
     pub op: OpPlan,
+    /// The buffers the lab file says the variant writes (`writes`), by index into
+    /// [`LabPlan::buffers`]; empty where it does not say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<usize>,
 }
 
 /// What a variant runs: one kind of operation each (see the `ops` module of this crate, which prepares each).
@@ -239,6 +262,7 @@ pub enum ArgPlan {
     U32(u32),
     U64(u64),
     F32(f32),
+    F64(f64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -395,6 +419,7 @@ impl LabPlan {
         let output = self.checks.get(variant.check).map(|check| check.output);
         let mut restored: Vec<usize> = output
             .into_iter()
+            .chain(variant.writes.iter().copied())
             .filter(|&index| {
                 self.buffers
                     .get(index)

@@ -35,6 +35,7 @@ pub(crate) fn h200() -> DeviceInfo {
         sm_clock_khz: 1_980_000,
         max_threads_per_sm: 2048,
         max_shared_bytes_per_block: 232448,
+        warp_size: 32,
     }
 }
 
@@ -238,4 +239,173 @@ fn a_learner_kernel_is_the_starters_launch_with_another_build() {
     assert_ne!(starter.main.build, yours.main.build);
     assert_eq!(extended.builds[yours.main.build].source.source, "b");
     assert_eq!(extended.builds[yours.main.build].key, "yours:copy_scalar");
+}
+
+/// A target like the H200 but with another SM count and warp size.
+fn other_gpu() -> Target {
+    Target {
+        sm_count: 108,
+        warp_size: 64,
+        ..Target::of(&h200())
+    }
+}
+
+fn plan_for(text: &str, target: &Target) -> Result<LabPlan, LabError> {
+    let lab = LabSpec::parse(text, Path::new("labs/copy.toml"))?;
+    compile(&lab, &kernels_at("a", 3), target, &Measurement::default())
+}
+
+fn main_launch(plan: &LabPlan, variant: usize) -> &LaunchPlan {
+    match &plan.variants[variant].op {
+        OpPlan::Kernel(op) => &op.main,
+        other => panic!("a kernel variant, got {other:?}"),
+    }
+}
+
+#[test]
+fn device_properties_come_from_the_target_and_so_enter_the_key() {
+    let text = LAB.replace(
+        "grid = [\"n / 256\"]",
+        "grid = [\"2 * sm_count\"]\nshared_bytes = \"warp_size * 4\"",
+    );
+    let on_h200 = plan_for(&text, &Target::of(&h200())).expect("plan");
+    assert_eq!(main_launch(&on_h200, 0).grid, [264, 1, 1]);
+    assert_eq!(main_launch(&on_h200, 0).shared_bytes, 128);
+    let other = plan_for(&text, &other_gpu()).expect("plan");
+    assert_eq!(main_launch(&other, 0).grid, [216, 1, 1]);
+    assert_eq!(main_launch(&other, 0).shared_bytes, 256);
+    assert_ne!(on_h200.key(&toolchain()), other.key(&toolchain()));
+    // The load-time placeholders are an H200's, but what runs is the target's own: a launch
+    // that fits the placeholders and not the target is refused when the plan is compiled.
+    let text = LAB.replace(
+        "grid = [\"n / 256\"]",
+        "grid = [1]\nshared_bytes = \"max_shared_bytes_per_block\"",
+    );
+    let small = Target {
+        max_shared_bytes_per_block: 65536,
+        ..Target::of(&h200())
+    };
+    let plan = plan_for(&text, &small).expect("its own limit fits");
+    assert_eq!(main_launch(&plan, 0).shared_bytes, 65536);
+}
+
+#[test]
+fn a_variants_params_reach_its_launch_bytes_and_check() {
+    let text = LAB
+        .replace(
+            "grid = [\"n / 256\"]",
+            "params = { n = 512, tile = 128 }\ngrid = [\"n / tile\"]",
+        )
+        .replace(
+            "[check]\nreference = \"copy\"\ninput = \"src\"\noutput = \"dst\"",
+            "[check]\nreference = \"strided_gather\"\ninput = \"src\"\noutput = \"dst\"\ncount = \"n\"\nstride = \"1\"",
+        );
+    let plan = plan_for(&text, &Target::of(&h200())).expect("plan");
+    assert_eq!(
+        plan.params["n"], 1024,
+        "the lab's own parameters are the plan's"
+    );
+    assert_eq!(plan.buffers[0].len, 1024, "buffers are the lab's");
+    assert_eq!(main_launch(&plan, 0).grid, [4, 1, 1]);
+    assert_eq!(
+        main_launch(&plan, 0).args,
+        [ArgPlan::Buffer(1), ArgPlan::Buffer(0), ArgPlan::I32(512)]
+    );
+    let variant = &plan.variants[0];
+    assert_eq!(
+        variant.bytes_moved,
+        2 * 512 * 4,
+        "the lab's bytes, over n = 512"
+    );
+    let ReferencePlan::Builtin { args, .. } = &plan.checks[variant.check].reference else {
+        panic!("a built-in check");
+    };
+    assert_eq!(args["count"], 512);
+}
+
+#[test]
+fn float_arguments_are_passed_as_written() {
+    let with_args = |args: &str| {
+        let text = LAB.replace("\"dst\", \"src\", \"n\"", args);
+        plan_for(&text, &Target::of(&h200()))
+    };
+    let plan = with_args("\"0.1:f32\", \"-1.25e-3:f64\", \"n:f64\", \"3:f32\"").expect("plan");
+    assert_eq!(
+        main_launch(&plan, 0).args,
+        [
+            ArgPlan::F32(0.1),
+            ArgPlan::F64(-1.25e-3),
+            ArgPlan::F64(1024.0),
+            ArgPlan::F32(3.0)
+        ]
+    );
+    let err = with_args("\"9007199254740993:f64\"").expect_err("not exact");
+    assert!(err.message.contains("not exact as an f64"), "{err}");
+    let err = with_args("\"16777217:f32\"").expect_err("not exact");
+    assert!(err.message.contains("not exact as an f32"), "{err}");
+    assert_eq!(err.line, 29, "{err}");
+}
+
+#[test]
+fn bytes_follow_from_reads_and_writes_and_writes_are_recorded() {
+    let lab = LAB.replace("bytes = \"2 * n * 4\"\n", "");
+    let plan_with = |lab_lines: &str, variant_lines: &str| {
+        let text = format!(
+            "{}{variant_lines}",
+            lab.replace("[params]", &format!("{lab_lines}[params]"))
+        );
+        plan_for(&text, &Target::of(&h200()))
+    };
+    // Whole buffers: 1024 floats read, 1024 written.
+    let plan = plan_with("reads = [\"src\"]\nwrites = [\"dst\"]\n", "").expect("plan");
+    assert_eq!(plan.variants[0].bytes_moved, 8192);
+    assert_eq!(plan.variants[0].writes, [1]);
+    // Element counts, in the variant's own reads and writes, over its own parameters.
+    let plan = plan_with(
+        "reads = [\"src\"]\nwrites = [\"dst\"]\n",
+        "params = { half = 512 }\nreads = { src = \"half\", dst = \"1\" }\n",
+    )
+    .expect("plan");
+    assert_eq!(plan.variants[0].bytes_moved, 513 * 4);
+    assert!(plan.variants[0].writes.is_empty(), "it declares no writes");
+    // A `bytes` of the variant's comes before any of these.
+    let plan = plan_with("writes = [\"dst\"]\n", "bytes = 7\n").expect("plan");
+    assert_eq!(plan.variants[0].bytes_moved, 7);
+    assert_eq!(plan.variants[0].writes, [1], "the lab's writes");
+    // Without any: no writes in the plan, and the serialised plan does not mention them.
+    let plan = plan_for(&LAB, &Target::of(&h200())).expect("plan");
+    assert!(plan.variants[0].writes.is_empty());
+    let json = serde_json::to_string(&plan).expect("serialise");
+    assert!(!json.contains("writes"), "{json}");
+
+    let err = plan_with("reads = { src = \"n * 4611686018427387903\" }\n", "")
+        .expect_err("too many bytes");
+    assert!(err.message.contains("overflow"), "{err}");
+    let err = plan_with("reads = { src = \"-1\" }\n", "").expect_err("negative");
+    assert!(err.message.contains("out of range"), "{err}");
+}
+
+#[test]
+fn a_sweep_compiles_to_one_variant_per_value_and_its_errors_name_the_entry() {
+    let text = LAB
+        .replace("name = \"scalar\"", "name = \"scalar_{kb}k\"")
+        .replace(
+            "grid = [\"n / 256\"]",
+            "sweep = { kb = [16, 32] }\ngrid = [\"kb\"]\nshared_bytes = \"kb * 1024\"",
+        );
+    let plan = plan_for(&text, &Target::of(&h200())).expect("plan");
+    let names: Vec<_> = plan.variants.iter().map(|v| v.name.as_str()).collect();
+    assert_eq!(names, ["scalar_16k", "scalar_32k"]);
+    assert_eq!(main_launch(&plan, 1).grid, [32, 1, 1]);
+    assert_eq!(main_launch(&plan, 1).shared_bytes, 32768);
+    // 512 KiB of shared memory passes at load (an expression, well formed) and not against the
+    // device's limit: the error is at the entry's name.
+    let err = plan_for(
+        &text.replace("kb = [16, 32]", "kb = [16, 512]"),
+        &Target::of(&h200()),
+    )
+    .expect_err("too much shared memory");
+    assert!(err.message.contains("variant `scalar_512k`"), "{err}");
+    assert!(err.message.contains("at most 232448"), "{err}");
+    assert_eq!(err.line, 25, "{err}");
 }

@@ -30,18 +30,14 @@ use kernelbook_core::spec::{BuiltinCheck, CompareRule, ElemType, SAMPLED_ELEMENT
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub mod bias_gelu_dropout;
-pub mod column_sums;
 mod compare;
 pub mod copy;
 pub mod fma_chains;
 mod inputs;
 mod parallel;
-pub mod pointer_chase;
 pub mod python;
 pub mod register_pressure;
 pub mod scale;
-pub mod shared_column_reads;
 pub mod strided_gather;
 #[cfg(test)]
 mod testing;
@@ -68,7 +64,7 @@ pub struct HostBuffer<'a> {
 #[derive(Debug, Clone)]
 pub struct ReferenceCall<'a> {
     /// The check's inputs, in the order the check names them (e.g. transpose: [input];
-    /// bias_gelu_dropout: [input, bias]).
+    /// strided_gather: [input]).
     pub inputs: Vec<HostBuffer<'a>>,
     /// The check's evaluated size expressions by name (the names [`BuiltinCheck::exprs`] gives).
     pub args: &'a BTreeMap<String, i64>,
@@ -160,18 +156,14 @@ pub trait Reference: Send + Sync {
 }
 
 /// Every built-in reference, one per [`BuiltinCheck`] variant.
-static REGISTRY: [&dyn Reference; 12] = [
+static REGISTRY: [&dyn Reference; 8] = [
     &copy::Copy,
     &transpose::Transpose,
     &strided_gather::StridedGather,
     &scale::Scale,
-    &column_sums::ColumnSums,
-    &shared_column_reads::SharedColumnReads,
     &register_pressure::RegisterPressure,
-    &pointer_chase::PointerChase,
     &tile_symmetrize::TileSymmetrize,
     &wrapping_sum::WrappingSum,
-    &bias_gelu_dropout::BiasGeluDropout,
     &fma_chains::FmaChains,
 ];
 
@@ -325,7 +317,7 @@ pub fn product(
 mod tests {
     use super::*;
     use kernelbook_core::expr::Params;
-    use kernelbook_core::spec::{LabFile, chase_slot};
+    use kernelbook_core::spec::LabFile;
 
     /// One check of every kind `BuiltinCheck` has, from its serde form (what a lab file writes),
     /// with sizes big enough that the sampled ones sample.
@@ -336,15 +328,9 @@ mod tests {
             format!(r#"{{"reference": "transpose", {io}, "rows": "4", "cols": "8"}}"#),
             format!(r#"{{"reference": "strided_gather", {io}, "count": "4", "stride": "2"}}"#),
             format!(r#"{{"reference": "scale", {io}, "factor": "3"}}"#),
-            format!(r#"{{"reference": "column_sums", {io}, "n": "64"}}"#),
-            format!(r#"{{"reference": "shared_column_reads", {io}, "blocks": "2", "reps": "3"}}"#),
             format!(r#"{{"reference": "register_pressure", {io}, "count": "4194304", "iters": "2"}}"#),
-            r#"{"reference": "pointer_chase", "output": "out", "nodes": "64", "spacing": "32", "warm": "1", "steps": "2"}"#.to_string(),
             format!(r#"{{"reference": "tile_symmetrize", {io}, "n": "8", "tile": "4"}}"#),
             format!(r#"{{"reference": "wrapping_sum", {io}, "count": "4", "times": "2"}}"#),
-            format!(
-                r#"{{"reference": "bias_gelu_dropout", {io}, "bias": "b", "rows": "2", "cols": "3", "threshold": "7", "seed": "1"}}"#
-            ),
             format!(r#"{{"reference": "fma_chains", {io}, "count": "1000000", "chains": "8", "rounds": "2"}}"#),
         ]
         .iter()
@@ -506,7 +492,6 @@ mod tests {
             err.to_string(),
             "reference `copy` expects 8 bytes of output, and the output buffer holds only 0 (0 × F32)"
         );
-        assert_eq!(chase_slot(0, 64), 0);
     }
 
     /// Wall-clock timings of the big references and comparisons; not a correctness test.
@@ -539,20 +524,8 @@ mod tests {
         time("tile_symmetrize", &[&big], &[("n", 13440), ("tile", 64)]);
         drop(big);
         let input = random(8192 * 8192, 2);
-        let bias = random(8192, 3);
-        let gelu = time(
-            "bias_gelu_dropout",
-            &[&input, &bias],
-            &[
-                ("rows", 8192),
-                ("cols", 8192),
-                ("threshold", 429_496_730),
-                ("seed", 1234),
-            ],
-        );
-        time("scale", &[&input], &[("factor", 3)]);
+        let scaled = time("scale", &[&input], &[("factor", 3)]);
         time("copy", &[&input], &[]);
-        time("column_sums", &[&input], &[("n", 8192)]);
         time(
             "register_pressure",
             &[&input],
@@ -569,17 +542,17 @@ mod tests {
                 rule: testing::naive::rule(tolerance),
                 sample_stride: 1,
             };
-            let m = first_mismatch(&gelu, actual, ElemType::F32, &comparison);
+            let m = first_mismatch(&scaled, actual, ElemType::F32, &comparison);
             eprintln!(
                 "{label:<40} {:>8.3} s  ({:?} mismatches)",
                 started.elapsed().as_secs_f64(),
                 m.map(|m| m.count)
             );
         };
-        let same = gelu.clone();
+        let same = scaled.clone();
         compare("compare 64M, equal, bit for bit", &same, None);
         compare("compare 64M, equal, tolerance", &same, Some((1e-5, 1e-6)));
-        let poison = vec![POISON_BYTE; gelu.len()];
+        let poison = vec![POISON_BYTE; scaled.len()];
         compare("compare 64M, all poison, bit for bit", &poison, None);
     }
 }

@@ -7,9 +7,6 @@
 /// 1 MiB of f32s, so a GiB makes about a thousand tasks and a small buffer a single one.
 pub(crate) const CHEAP_CHUNK: usize = 1 << 18;
 
-/// Elements per task of a reference that costs tens of nanoseconds an element (a GELU).
-pub(crate) const COSTLY_CHUNK: usize = 1 << 16;
-
 /// Computed elements per task of a sampled reference (each one thousands of FMAs).
 pub(crate) const SAMPLES_PER_TASK: usize = 256;
 

@@ -91,21 +91,6 @@ pub mod naive {
         values.flat_map(f32::to_le_bytes).collect()
     }
 
-    pub fn column_sums(input: &[f32], n: usize) -> Vec<u8> {
-        let strips = n / 32;
-        let mut out = vec![0f32; strips * n];
-        for t in 0..strips {
-            for c in 0..n {
-                let mut sum = 0f32;
-                for r in 0..32 {
-                    sum += input.get((32 * t + r) * n + c).copied().unwrap_or(0.0);
-                }
-                out[t * n + c] = sum;
-            }
-        }
-        bytes(out.into_iter())
-    }
-
     pub fn tile_symmetrize(input: &[f32], n: usize, tile: usize) -> Vec<f32> {
         let mut out = vec![0f32; n * n];
         if tile == 0 || input.len() < n * n {

@@ -371,6 +371,7 @@ impl Vendor for Cuda {
                 LaunchArg::U32(value) => builder.arg(value),
                 LaunchArg::U64(value) => builder.arg(value),
                 LaunchArg::F32(value) => builder.arg(value),
+                LaunchArg::F64(value) => builder.arg(value),
             };
         }
         let [gx, gy, gz] = shape.grid;

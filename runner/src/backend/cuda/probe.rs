@@ -139,6 +139,7 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, DeviceError> {
         max_shared_bytes_per_block: to_u64(attribute(
             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )?),
+        warp_size: to_u32(attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?),
     })
 }
 

@@ -163,6 +163,7 @@ fn info() -> DeviceInfo {
         sm_clock_khz: 1,
         max_threads_per_sm: 1,
         max_shared_bytes_per_block: 1,
+        warp_size: 32,
     }
 }
 
@@ -292,6 +293,32 @@ fn launches_resolve_buffers_after_checking_the_arguments() -> Result<(), DeviceE
         Err("buffer: no buffer 5".into())
     );
     assert_eq!(calls(&gpu), ["launch copy with 2 args"]);
+    Ok(())
+}
+
+#[test]
+fn a_double_fills_an_8_byte_parameter_and_a_float_does_not() -> Result<(), DeviceError> {
+    let mut gpu = device();
+    let (k, _) = gpu.load(&kernel())?;
+    // The recorder's kernel takes an 8-byte and then a 4-byte parameter.
+    gpu.run(&Op::Launch {
+        kernel: k,
+        shape: shape(),
+        args: &[KernelArg::F64(0.5), KernelArg::F32(0.5)],
+    })?;
+    for args in [
+        [KernelArg::F32(0.5), KernelArg::F32(0.5)],
+        [KernelArg::F64(0.5), KernelArg::F64(0.5)],
+    ] {
+        let err = gpu
+            .run(&Op::Launch {
+                kernel: k,
+                shape: shape(),
+                args: &args,
+            })
+            .expect_err("a size mismatch");
+        assert!(err.to_string().contains("bytes, the lab passes"), "{err}");
+    }
     Ok(())
 }
 

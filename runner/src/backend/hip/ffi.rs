@@ -79,6 +79,8 @@ pub(super) mod attr {
     pub const MULTIPROCESSOR_COUNT: c_int = 63;
     pub const MAX_SHARED_MEMORY_PER_BLOCK: c_int = 74;
     pub const SHARED_MEM_PER_BLOCK_OPTIN: c_int = 75;
+    /// `hipDeviceAttributeWarpSize`: 64 on gfx9 (CDNA), 32 on RDNA.
+    pub const WARP_SIZE: c_int = 87;
 }
 
 /// `hipFunction_attribute` values (the same numbering as CUDA's `CUfunction_attribute`).

@@ -228,6 +228,7 @@ fn argument_slots(args: &[LaunchArg<'_, Buffer>]) -> Vec<[u8; 8]> {
                 LaunchArg::I64(v) => slot = v.to_ne_bytes(),
                 LaunchArg::U64(v) => slot = v.to_ne_bytes(),
                 LaunchArg::F32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
+                LaunchArg::F64(v) => slot = v.to_ne_bytes(),
             }
             slot
         })

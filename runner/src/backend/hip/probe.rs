@@ -138,8 +138,19 @@ fn device_info(rt: &Runtime, device: c_int) -> Result<DeviceInfo, DescribeError>
         sm_clock_khz: to_u64(attribute(attr::CLOCK_RATE)?),
         max_threads_per_sm: to_u32(attribute(attr::MAX_THREADS_PER_MULTIPROCESSOR)?),
         max_shared_bytes_per_block: shared_per_block.max(shared_opt_in),
+        warp_size: attribute(attr::WARP_SIZE)
+            .ok()
+            .map(to_u32)
+            .filter(|&size| size > 0)
+            .unwrap_or_else(|| derived_warp_size(&arch)),
         arch,
     })
+}
+
+/// The wavefront size where the runtime does not report it: 64 on gfx9 (GCN and CDNA: MI50 to
+/// MI300), 32 on gfx10 and later (RDNA), which run wave32 by default.
+fn derived_warp_size(arch: &str) -> u32 {
+    if arch.starts_with("gfx9") { 64 } else { 32 }
 }
 
 /// The GPU's UUID, or "" where the runtime has no `hipDeviceGetUuid` or it fails.
@@ -250,6 +261,13 @@ fn to_u64(value: i32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_wavefront_is_64_threads_on_gfx9_and_32_after() {
+        assert_eq!(derived_warp_size("gfx90a"), 64);
+        assert_eq!(derived_warp_size("gfx942"), 64);
+        assert_eq!(derived_warp_size("gfx1100"), 32);
+    }
 
     #[test]
     fn hip_versions_read_as_major_minor_patch() {
