@@ -1,5 +1,6 @@
 //! The mdBook preprocessor: scans the book, loads the labs, gets each lab's results from the
-//! runner and replaces every `{{#lab NAME}}` with the rendered results.
+//! runner and replaces every `{{#lab NAME}}` with the rendered results, and every
+//! `{{#warp-access ...}}` and `{{#banks ...}}` with its diagram ([`crate::diagram`]).
 
 use crate::include::{self, Annotated};
 use crate::render::{Templates, lab_view, planned_view};

@@ -120,6 +120,27 @@ fn strides_render_as_the_golden_panels() {
     check_golden("diagram-strides.html", html);
 }
 
+/// 16-byte lanes (a `float4` each), two rows of 256 bytes: 16 full sectors in 4 lines.
+#[test]
+fn float4_rows_render_as_the_golden_panel() {
+    let rendered = render(
+        "{{#warp-access index=\"(t / 16) * (n / 4) + t % 16\" elem=16 n=8192}}\n",
+        None,
+        None,
+    );
+    let html = &rendered.html;
+    assert!(html.contains("data-sectors=\"16\" data-sector-bytes=\"512\" data-lines=\"4\""));
+    assert!(
+        html.contains(">+32 KiB</text>") && html.contains(">+32 KiB + 128 B</text>"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("class=\"swatch fetched\""),
+        "no sector is partly used"
+    );
+    check_golden("diagram-float4-rows.html", html);
+}
+
 #[test]
 fn the_naive_transpose_store_sits_beside_its_recorded_counters() {
     let (_, results) = profiled_lab();
@@ -229,6 +250,25 @@ fn a_recording_without_counters_says_how_to_get_them_and_fails_strict() {
     assert_eq!(rendered.failures.len(), 1);
     assert!(
         rendered.failures[0].starts_with("chapter.md:3: the diagram has no counters beside it")
+    );
+}
+
+/// The model is of NVIDIA's 32-lane warp: counters of a 64-lane wavefront are not set beside it.
+#[test]
+fn counters_from_a_64_lane_wavefront_are_not_compared() {
+    let (_, mut results) = profiled_lab();
+    results.provenance.device.name = "AMD Instinct MI300X".into();
+    results.provenance.device.warp_size = 64;
+    let rendered = render(
+        "{{#warp-access index=\"t * n\" n=8192 op=store lab=profile_transpose variant=naive}}\n",
+        Some(recorded_outcome(results)),
+        None,
+    );
+    assert!(!rendered.html.contains("data-verdict"));
+    assert!(
+        text(&rendered.html).contains("measured on an AMD Instinct MI300X whose warps are 64 lanes, and the model is of a 32-lane warp"),
+        "{}",
+        rendered.html
     );
 }
 

@@ -25,6 +25,11 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("{{#labs x}}".to_string()),
         Just("}}".to_string()),
         Just("`{{#lab x}}`".to_string()),
+        Just("{{#banks index=\"32 * t + c\" c=3}}".to_string()),
+        Just("{{#warp-access index=\"t * s\" s=[1, 2] title=\"a }} b\"}}".to_string()),
+        Just("{{#warp-access index=\"t".to_string()),
+        Just("{{#banks".to_string()),
+        Just("{{#banks x=[}}".to_string()),
         Just("<div>\n".to_string()),
         Just("> [!NOTE]\n> text\n".to_string()),
         Just("- item\n  ```cuda kernel=inlist\n  x\n  ```\n".to_string()),
@@ -64,6 +69,10 @@ proptest! {
                 }
                 for block in &scan.kernels {
                     prop_assert!(block.range.end <= text.len());
+                }
+                for diagram in &scan.diagrams {
+                    let written = &text[diagram.range.clone()];
+                    prop_assert!(written.starts_with("{{#") && written.ends_with("}}"), "{}", written);
                 }
             }
             Err(err) => prop_assert!(err.location.line >= 1 && err.location.line <= text.lines().count() + 1, "{}", err),

@@ -467,3 +467,57 @@ fn compile_check(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Quiet;
+    use std::path::Path;
+
+    /// Lab 3's file and its recording, as the repository has them.
+    fn lab_and_recording() -> (LabSpec, LabResults) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let lab = LabSpec::load(&root.join("labs/profile_transpose.toml")).expect("the lab");
+        let text = std::fs::read_to_string(root.join("labs/recorded/profile_transpose.json"))
+            .expect("the recording");
+        (lab, LabResults::from_json(&text).expect("parses"))
+    }
+
+    fn runner(dir: &Path) -> Runner {
+        Runner::new(RunnerConfig {
+            cache_dir: dir.join("cache"),
+            recorded_dir: dir.join("recorded"),
+            mode: Mode::Auto,
+            measurement: Measurement::default(),
+            isolation: None,
+            backend: BackendChoice::default(),
+        })
+    }
+
+    /// Counters added to a recording must describe the code and sizes it timed: a recording of
+    /// other parameters, or of kernels edited since, is refused before any GPU is looked for.
+    #[test]
+    fn counters_are_not_added_to_a_recording_of_other_code_or_sizes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let runner = runner(dir.path());
+        let (lab, recorded) = lab_and_recording();
+        let mut other_sizes = recorded.clone();
+        other_sizes.params.insert("n".into(), 4096);
+        let edited = BTreeMap::new();
+        let request = LabRequest {
+            lab: &lab,
+            kernels: &edited,
+        };
+        let err = runner
+            .profile_recorded(&request, &other_sizes, &mut Quiet)
+            .expect_err("other parameters");
+        assert!(err.to_string().contains("other parameters"), "{err}");
+        let err = runner
+            .profile_recorded(&request, &recorded, &mut Quiet)
+            .expect_err("edited kernels");
+        assert!(
+            err.to_string().contains("copy_tile, transpose_naive, transpose_tiled, transpose_padded changed since the recording"),
+            "{err}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 //! Nsight Compute here), else a sentence saying why there are none.
 
 use super::compare::CounterSource;
+use kernelbook_core::access::WARP_LANES;
 use kernelbook_core::results::{KernelProfile, LabResults};
 use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::LabOutcome;
@@ -18,6 +19,11 @@ pub fn counter_source<'a>(
     let label = lab.variant(variant).map_or(variant, |v| v.label());
     let row = format!("lab `{}`, {label}", lab.name);
     let from = |results: &'a LabResults, origin: String, caveats: Vec<String>| {
+        // The model is of a 32-lane warp: a 64-lane wavefront's counters are of another
+        // instruction.
+        if results.provenance.device.warp_size as usize != WARP_LANES {
+            return None;
+        }
         counters_in(results, variant).map(|(counters, tool)| CounterSource {
             counters,
             tool,
@@ -99,6 +105,13 @@ fn recorded_origin(results: &LabResults) -> String {
 
 /// Why `results` (measured here when `live`, else recorded) hold no counters for `variant`.
 fn why_missing(lab: &LabSpec, variant: &str, results: &LabResults, live: bool) -> String {
+    let device = &results.provenance.device;
+    if device.warp_size as usize != WARP_LANES {
+        return format!(
+            "lab `{}` was measured on an {} whose warps are {} lanes, and the model is of a {WARP_LANES}-lane warp",
+            lab.name, device.name, device.warp_size
+        );
+    }
     match &results.profile {
         None if live => format!("lab `{}` was measured without Nsight Compute", lab.name),
         None => format!(

@@ -5,7 +5,8 @@
 
 use super::model::Footprint;
 use kernelbook_core::access::{
-    BANKS, BankFootprint, GlobalFootprint, LINE_BYTES, SECTOR_BYTES, WarpAccess, lane_list,
+    BANK_WORD_BYTES, BankFootprint, BankWord, GlobalFootprint, LINE_BYTES, SECTOR_BYTES, SectorUse,
+    WarpAccess, lane_list,
 };
 use serde::Serialize;
 
@@ -247,7 +248,7 @@ fn draw_line(
 /// written across the sector, where they fit.
 fn draw_used_bytes(
     scene: &mut Scene,
-    sector: &kernelbook_core::access::SectorUse,
+    sector: &SectorUse,
     access: &WarpAccess,
     at: (f64, f64),
     px_per_byte: f64,
@@ -395,12 +396,7 @@ fn bank_scene(id: &str, text: &PanelText, banks: &BankFootprint) -> Scene {
 }
 
 /// The words bank `bank` serves, one per pass, under its column at `x`.
-fn draw_passes(
-    scene: &mut Scene,
-    bank: usize,
-    words: &[kernelbook_core::access::BankWord],
-    x: f64,
-) {
+fn draw_passes(scene: &mut Scene, bank: usize, words: &[BankWord], x: f64) {
     for (pass, word) in words.iter().enumerate() {
         let y = BANK_ROW_Y + CELL_HEIGHT + 4.0 + pass as f64 * PASS_ROW;
         let class = match (word.is_broadcast(), pass) {
@@ -412,7 +408,7 @@ fn draw_passes(
             "bank {bank}, pass {}: word {} (byte {}), lanes {}",
             pass + 1,
             word.word,
-            word.word * 4,
+            word.word * BANK_WORD_BYTES,
             lane_list(&word.lanes)
         );
         scene.rect(
@@ -427,7 +423,6 @@ fn draw_passes(
         };
         scene.label("lane", (x + BANK_COLUMN / 2.0, y + 10.0), "middle", text);
     }
-    debug_assert!(bank < BANKS);
 }
 
 /// A byte offset between lines, exactly: "384 B", "1152 B", "4 KiB", "32 KiB + 128 B",
