@@ -168,6 +168,9 @@ pub struct ProfileView {
     pub tool: String,
     pub rows: Vec<ProfileRowView>,
     pub problem: Option<String>,
+    /// "on NVIDIA H200, 2026-12-02T10:00:00Z" where the counters were taken apart from the
+    /// timings (`kernelbook profile`).
+    pub taken: Option<String>,
 }
 
 /// One profiled kernel; every figure is "–" where the profiler did not give it.
@@ -219,6 +222,10 @@ fn profile_view(lab: &LabSpec, results: &LabResults) -> Option<ProfileView> {
             })
             .collect(),
         problem: run.problem.clone(),
+        taken: run
+            .provenance
+            .as_ref()
+            .map(|p| format!("on {}, {}", p.device, p.measured_at)),
     })
 }
 
