@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:147 (sha256 2692ed4eee5e3fe2). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:159 (sha256 dbdbee5ccf2bac98). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

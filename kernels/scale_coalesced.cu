@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-coalesce.md:87 (sha256 c82c851e5d7195df). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-coalesce.md:84 (sha256 6177f06fbc22873b). Edit the book, not this file.
 #define PER_THREAD 32
 
 // Fixed: at every step the block's threads take blockDim.x consecutive elements,

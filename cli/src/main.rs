@@ -40,6 +40,12 @@ enum Command {
     /// Serve the book on 127.0.0.1, rebuild it on every save, and grade exercises from the
     /// page on this machine's GPU.
     Serve(cmd::serve::Args),
+    /// Add Nsight Compute's counters to labs' recordings, keeping their timings (labs with
+    /// `profile = true`; on a GPU with Nsight Compute).
+    Profile(cmd::profile::Args),
+    /// List the book's warp-access and bank diagrams, each prediction beside the recorded
+    /// counters it claims.
+    Diagrams(cmd::diagrams::Args),
     /// Grade your version of an exercise's kernel: compile, verify, time against the starter.
     /// Exit status 0 on PASS, 1 on FAIL, 2 when nothing could be graded.
     Check(cmd::check::Args),
@@ -93,6 +99,8 @@ fn main() -> ExitCode {
         Command::Build(args) => cmd::build::run(&ctx, args),
         Command::Run(args) => cmd::run::run(&ctx, args),
         Command::Record(args) => cmd::record::run(&ctx, args),
+        Command::Profile(args) => cmd::profile::run(&ctx, args),
+        Command::Diagrams(args) => cmd::diagrams::run(&ctx, args),
         Command::Check(args) => cmd::check::run(&ctx, args),
         Command::Serve(args) => cmd::serve::run(&ctx, args),
         Command::Compile(args) => cmd::compile::run(&ctx, args),

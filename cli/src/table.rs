@@ -140,7 +140,14 @@ fn print_profile(out: &mut impl Write, profile: &ProfileView) -> io::Result<()> 
             row.l1_to_l2_writes.clone(),
         ]));
     }
-    say!(out, "counters from {}:\n{counters}", profile.tool)?;
+    match &profile.taken {
+        Some(taken) => say!(
+            out,
+            "counters from {}, profiled {taken}, apart from the timings:\n{counters}",
+            profile.tool
+        )?,
+        None => say!(out, "counters from {}:\n{counters}", profile.tool)?,
+    }
     if let Some(problem) = &profile.problem {
         say!(out, "profiler: {problem}")?;
     }

@@ -766,3 +766,82 @@ fn a_figure_naming_no_lab_row_or_field_is_reported_with_file_and_line() {
         );
     }
 }
+
+/// `kernelbook diagrams` lists every diagram with the model's numbers and, from the recordings,
+/// the counters a diagram claims; `--check` fails where a claimed counter is missing.
+#[test]
+fn diagrams_lists_each_prediction_beside_the_recorded_counters() {
+    let book = real_book();
+    let output = kernelbook(book.path(), &["diagrams"]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let stdout = text(&output.stdout);
+    let naive = stdout
+        .split("book/src/")
+        .find(|entry| entry.contains("transpose_naive's store"))
+        .unwrap_or_else(|| panic!("the naive transpose's store is listed: {stdout}"));
+    assert!(
+        naive.contains("model: 32 sectors per request (1024 B fetched) in 32 lines"),
+        "{naive}"
+    );
+    assert!(
+        naive.contains("global store sectors per request: model 32, Nsight Compute 32.00"),
+        "{naive}"
+    );
+    assert!(
+        naive.contains("The counters agree with the model"),
+        "{naive}"
+    );
+    assert!(
+        naive.contains("the L2 merged the partial-sector writes"),
+        "{naive}"
+    );
+    assert!(stdout.contains("  warp-access  stride = 8\n    model: 32 sectors per request"));
+    assert!(stdout.contains(
+        "model: 2-way conflict: 2 wavefronts per request, 1 conflict; 16 of 32 banks used."
+    ));
+
+    // Lab 3's recording without its counters: the diagrams that claim them have none.
+    let recorded = book.path().join("labs/recorded/profile_transpose.json");
+    let mut results =
+        LabResults::from_json(&std::fs::read_to_string(&recorded).expect("read")).expect("parse");
+    results.profile = None;
+    std::fs::write(&recorded, results.to_json()).expect("write");
+    let output = kernelbook(book.path(), &["diagrams", "--check"]);
+    assert!(!output.status.success(), "--check fails");
+    assert!(
+        text(&output.stdout).contains("no counters: lab `profile_transpose` was recorded without Nsight Compute counters; on a GPU with Nsight Compute, `kernelbook profile profile_transpose` adds them to its recording"),
+        "{}",
+        text(&output.stdout)
+    );
+    assert!(text(&output.stderr).contains("claim counters that the recordings do not hold"));
+}
+
+/// `kernelbook profile` adds counters to a profiled lab's recording on a GPU; a lab without
+/// `profile = true` is refused anywhere, and without a GPU the recording is left as it was.
+#[test]
+fn profile_refuses_an_unprofiled_lab_and_needs_a_gpu() {
+    let book = real_book();
+    let output = kernelbook(book.path(), &["profile", "hierarchy"]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("lab `hierarchy` is not profiled: set `profile = true`"),
+        "{}",
+        text(&output.stderr)
+    );
+    if cuda::driver_present() {
+        skipped("SKIPPED profile without a GPU: this machine has a CUDA driver");
+        return;
+    }
+    let recorded = book.path().join("labs/recorded/drill_coalesce.json");
+    let before = std::fs::read(&recorded).expect("read");
+    let output = kernelbook(book.path(), &["profile", "drill_coalesce"]);
+    assert!(!output.status.success());
+    let stdout = text(&output.stdout);
+    assert!(stdout.contains("not profiled: drill_coalesce:"), "{stdout}");
+    assert!(stdout.contains("no CUDA driver found"), "{stdout}");
+    assert_eq!(
+        std::fs::read(&recorded).expect("read"),
+        before,
+        "the recording is untouched"
+    );
+}

@@ -1,6 +1,8 @@
 //! The vocabulary every kernelbook crate shares, with no GPU code and no I/O beyond reading a
 //! lab file.
 //!
+//! - [`access`]: what memory sees of one warp instruction (sectors, lines, banks, wavefronts),
+//!   the model behind the book's diagrams;
 //! - [`kernel`]: a CUDA kernel as the book defines it (name, source, markdown location);
 //! - [`spec`]: a lab definition (`labs/*.toml`): buffers, launch shapes, bytes moved, the check;
 //! - [`expr`]: the small integer expressions lab files use for sizes (`n * n`, `n / 32`);
@@ -44,6 +46,7 @@
 //! assert_eq!(bytes.eval(&lab.params), Ok(8192));
 //! ```
 
+pub mod access;
 pub mod bandwidth;
 pub mod exercise;
 pub mod expr;

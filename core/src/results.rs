@@ -48,6 +48,20 @@ pub struct ProfileRun {
     /// Why some or all kernels have no counters (no ncu, no permission...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
+    /// Where and when the counters were taken, when not in the run that timed the lab:
+    /// `kernelbook profile` adds counters to a recording afterwards, and the page says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provenance: Option<ProfileProvenance>,
+}
+
+/// The GPU and the time of a profile taken apart from the lab's timings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileProvenance {
+    /// The GPU's name, e.g. "NVIDIA H200".
+    pub device: String,
+    pub uuid: String,
+    /// RFC 3339, UTC.
+    pub measured_at: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -77,6 +91,15 @@ pub struct KernelProfile {
     /// Shared-memory wavefronts per shared load instruction: 1 is ideal for 4-byte accesses.
     #[serde(default)]
     pub wavefronts_per_shared_load: Option<f64>,
+    /// Shared store (warp) instructions, where the profiler was asked for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_store_instructions: Option<f64>,
+    /// Bank conflicts per shared store instruction: what a store's bank diagram predicts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflicts_per_shared_store: Option<f64>,
+    /// Shared-memory wavefronts per shared store instruction.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wavefronts_per_shared_store: Option<f64>,
     /// 4 for 32 consecutive 4-byte words, 32 when every lane needs its own sector.
     #[serde(default)]
     pub global_load_sectors_per_request: Option<f64>,

@@ -1,8 +1,9 @@
 //! kernelbook's mdBook preprocessor.
 //!
-//! It finds the CUDA kernel blocks (` ```cuda kernel=NAME `) and lab directives
-//! (`{{#lab NAME}}`) of a book ([`scan`]), asks the runner for each lab's results, and renders
-//! them into the chapter through handlebars templates ([`render`]). The same preprocessor runs
+//! It finds the CUDA kernel blocks (` ```cuda kernel=NAME `), lab directives
+//! (`{{#lab NAME}}`) and diagram directives (`{{#warp-access ...}}`, `{{#banks ...}}`) of a book
+//! ([`scan`]), asks the runner for each lab's results, and renders them into the chapter through
+//! handlebars templates ([`render`], [`diagram`]). The same preprocessor runs
 //! in-process under `kernelbook build` and as the `mdbook-kernelbook` binary under a stock
 //! `mdbook build`.
 //!
@@ -14,6 +15,7 @@
 //! assert_eq!(scan.directives[0].lab, "copy");
 //! ```
 
+pub mod diagram;
 pub mod figures;
 pub mod include;
 pub mod plot;

@@ -1,10 +1,11 @@
 //! The mdBook preprocessor: scans the book, loads the labs, gets each lab's results from the
-//! runner and replaces every `{{#lab NAME}}` with the rendered results.
+//! runner and replaces every `{{#lab NAME}}` with the rendered results, and every
+//! `{{#warp-access ...}}` and `{{#banks ...}}` with its diagram ([`crate::diagram`]).
 
 use crate::figures::{self, FigureDirective};
 use crate::include::{self, Annotated};
 use crate::render::{Templates, lab_view_beside, planned_view};
-use crate::scan::{BookIndex, ChapterScan, Directive, Origins, ScanError, continuation_prefix};
+use crate::scan::{BookIndex, ChapterScan, Origins, Place, ScanError, continuation_prefix};
 use anyhow::{Context, bail};
 use kernelbook_core::results::LabResults;
 use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
@@ -410,7 +411,35 @@ impl KernelbookPreprocessor {
     }
 }
 
-/// Fails on every `{{#lab NAME}}` that names no lab, listing the labs there are.
+impl KernelbookPreprocessor {
+    /// The HTML of every diagram, by chapter. A diagram whose lab was measured here without
+    /// counters (no Nsight Compute) is set beside the lab's recorded counters.
+    fn render_diagrams(
+        &self,
+        index: &BookIndex,
+        labs: &Labs,
+        outcomes: &BTreeMap<&str, LabOutcome>,
+    ) -> anyhow::Result<BTreeMap<PathBuf, Vec<crate::diagram::Rendered>>> {
+        let mut recorded = BTreeMap::new();
+        for name in crate::diagram::profiled_labs(index) {
+            let live = !matches!(outcomes.get(name), Some(LabOutcome::Recorded { .. }));
+            let Some(lab) = labs.ready.get(name).filter(|_| live) else {
+                continue;
+            };
+            if let Some(results) = self.results.recorded(lab) {
+                recorded.insert(name.to_string(), results);
+            }
+        }
+        let results = crate::diagram::Results {
+            outcomes,
+            recorded: &recorded,
+        };
+        crate::diagram::render_diagrams(index, labs, results, &self.templates)
+    }
+}
+
+/// Fails on every `{{#lab NAME}}` that names no lab, listing the labs there are, and on every
+/// diagram the model cannot draw or whose lab row cannot give counters.
 fn check_directives(index: &BookIndex, labs: &Labs) -> anyhow::Result<()> {
     let errors: Vec<String> = index
         .chapters
@@ -425,6 +454,7 @@ fn check_directives(index: &BookIndex, labs: &Labs) -> anyhow::Result<()> {
                 labs.names().join(", ")
             )
         })
+        .chain(crate::diagram::check_diagrams(index, labs))
         .collect();
     let errors: Vec<String> = errors
         .into_iter()
@@ -505,15 +535,21 @@ fn figure_text(figure: &FigureDirective, outcomes: &BTreeMap<&str, LabOutcome>) 
 }
 
 /// The ready labs the book shows, each once however often it is shown (in the order first
-/// shown), with the kernels each one names.
+/// shown; then the labs only diagrams take counters from), with the kernels each one names.
 pub fn shown_labs<'a>(
     index: &BookIndex,
     labs: &'a Labs,
 ) -> Vec<(&'a LabSpec, BTreeMap<String, KernelSource>)> {
     let mut shown: Vec<&str> = Vec::new();
-    for directive in index.chapters.values().flat_map(|scan| &scan.directives) {
-        if !shown.contains(&directive.lab.as_str()) {
-            shown.push(&directive.lab);
+    let named = index
+        .chapters
+        .values()
+        .flat_map(|scan| &scan.directives)
+        .map(|directive| directive.lab.as_str())
+        .chain(crate::diagram::profiled_labs(index));
+    for name in named {
+        if !shown.contains(&name) {
+            shown.push(name);
         }
     }
     // A lab the prose takes a figure from is measured (or its recording read) too.
@@ -532,13 +568,15 @@ pub fn shown_labs<'a>(
         .collect()
 }
 
-/// Replaces each chapter's directives with their lab's HTML and captions its kernel blocks.
+/// Replaces each chapter's directives with their lab's or diagram's HTML and captions its
+/// kernel blocks.
 fn edit_chapters(
     book: &mut Book,
     index: &BookIndex,
     src_dir: &Path,
     rendered: &BTreeMap<String, String>,
     outcomes: &BTreeMap<&str, LabOutcome>,
+    diagrams: &BTreeMap<PathBuf, Vec<String>>,
 ) {
     book.for_each_mut(|item| {
         let BookItem::Chapter(chapter) = item else {
@@ -547,10 +585,12 @@ fn edit_chapters(
         let Some(path) = chapter.source_path.as_ref().or(chapter.path.as_ref()) else {
             return;
         };
-        let Some(scan) = index.chapters.get(&src_dir.join(path)) else {
+        let key = src_dir.join(path);
+        let Some(scan) = index.chapters.get(&key) else {
             return;
         };
-        let mut edits = chapter_edits(&chapter.content, scan, rendered);
+        let chapter_diagrams = diagrams.get(&key).map_or(&[][..], Vec::as_slice);
+        let mut edits = chapter_edits(&chapter.content, scan, rendered, chapter_diagrams);
         edits.extend(
             scan.figures
                 .iter()
@@ -560,8 +600,9 @@ fn edit_chapters(
     });
 }
 
-/// The edits of one chapter: each directive's lab HTML, and each kernel block highlighted as
-/// C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives (and, in
+/// The edits of one chapter: each lab directive's HTML (`rendered`, by lab), each diagram
+/// directive's (`diagrams`, in the order of `scan.diagrams`), and each kernel block highlighted
+/// as C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives (and, in
 /// `data-kernel`, which kernel it is: `kernelbook serve` finds an exercise's starter by it). Inside a
 /// block quote or list item, every inserted line carries the container's prefix and no blank
 /// line is added, so the container (and a tight list's tightness) stays as written.
@@ -569,18 +610,32 @@ pub fn chapter_edits(
     content: &str,
     scan: &ChapterScan,
     rendered: &BTreeMap<String, String>,
+    diagrams: &[String],
 ) -> Vec<(Range<usize>, String)> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
-    for (i, directive) in scan.directives.iter().enumerate() {
-        if let Some(html) = rendered.get(&directive.lab) {
+    // Every directive in the order written, with its HTML where there is some.
+    let mut placed: Vec<(&Range<usize>, &Place, Option<&str>)> = scan
+        .directives
+        .iter()
+        .map(|d| (&d.range, &d.place, rendered.get(&d.lab).map(String::as_str)))
+        .chain(
+            scan.diagrams
+                .iter()
+                .enumerate()
+                .map(|(i, d)| (&d.range, &d.place, diagrams.get(i).map(String::as_str))),
+        )
+        .collect();
+    placed.sort_by_key(|(range, _, _)| range.start);
+    for (i, (range, place, html)) in placed.iter().enumerate() {
+        if let Some(html) = html {
             // Directives side by side on one line share the line of HTML.
             let neighbours = (
                 i.checked_sub(1)
-                    .and_then(|p| scan.directives.get(p))
-                    .map(|d| d.range.end),
-                scan.directives.get(i + 1).map(|d| d.range.start),
+                    .and_then(|p| placed.get(p))
+                    .map(|(r, _, _)| r.end),
+                placed.get(i + 1).map(|(r, _, _)| r.start),
             );
-            edits.push(lab_edit(content, directive, html, neighbours));
+            edits.push(directive_edit(content, (range, place), html, neighbours));
         }
     }
     for block in &scan.kernels {
@@ -610,24 +665,24 @@ pub fn chapter_edits(
     edits
 }
 
-/// The edit that replaces `directive` with its lab's `html`; `neighbours` are where the
-/// directives before and after it end and start.
+/// The edit that replaces a directive (its range and place) with its `html`; `neighbours` are
+/// where the directives before and after it end and start.
 ///
 /// Inside a container, the HTML is one line led by a comment (a block that ends with its line,
 /// so no blank line is needed); text after the directive starts a new paragraph. Known limit,
 /// as at the top level: lines of the same paragraph after the directive are read afresh, so a
 /// lazy continuation line that looks like a table or an indented block becomes one.
-fn lab_edit(
+fn directive_edit(
     content: &str,
-    directive: &Directive,
+    (range, place): (&Range<usize>, &Place),
     html: &str,
     neighbours: (Option<usize>, Option<usize>),
 ) -> (Range<usize>, String) {
-    let range = directive.range.clone();
-    if !directive.place.in_container {
+    let range = range.clone();
+    if !place.in_container {
         return (range, format!("\n\n{html}\n\n"));
     }
-    let prefix = &directive.place.prefix;
+    let prefix = &place.prefix;
     let line_start = content[..range.start].rfind('\n').map_or(0, |i| i + 1);
     let line_end = content[range.end..]
         .find('\n')
@@ -741,7 +796,13 @@ impl Preprocessor for KernelbookPreprocessor {
         let pairs: Vec<(&LabSpec, &BTreeMap<String, KernelSource>)> =
             shown.iter().map(|(lab, k)| (*lab, k)).collect();
         let outcomes = self.lab_outcomes(&pairs)?;
-        let (rendered, failures) = self.render_labs(&index, &labs, &outcomes)?;
+        let (rendered, mut failures) = self.render_labs(&index, &labs, &outcomes)?;
+        let diagrams = self.render_diagrams(&index, &labs, &outcomes)?;
+        failures.extend(diagrams.values().flatten().flat_map(|d| d.failures.clone()));
+        let diagrams: BTreeMap<PathBuf, Vec<String>> = diagrams
+            .into_iter()
+            .map(|(path, rendered)| (path, rendered.into_iter().map(|d| d.html).collect()))
+            .collect();
         if strict && !failures.is_empty() {
             bail!(
                 "strict mode: {} problem(s)\n{}",
@@ -749,7 +810,7 @@ impl Preprocessor for KernelbookPreprocessor {
                 failures.join("\n")
             );
         }
-        edit_chapters(&mut book, &index, &src_dir, &rendered, &outcomes);
+        edit_chapters(&mut book, &index, &src_dir, &rendered, &outcomes, &diagrams);
         Ok(book)
     }
 

@@ -11,6 +11,8 @@ use serde::Serialize;
 
 const LAB_TEMPLATE: &str = include_str!("../templates/lab.hbs");
 const PLOT_TEMPLATE: &str = include_str!("../templates/plot.hbs");
+const DIAGRAM_TEMPLATE: &str = include_str!("../templates/diagram.hbs");
+const DIAGRAM_SVG_TEMPLATE: &str = include_str!("../templates/diagram-svg.hbs");
 
 /// One row of a lab's table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -172,6 +174,9 @@ pub struct ProfileView {
     pub tool: String,
     pub rows: Vec<ProfileRowView>,
     pub problem: Option<String>,
+    /// "on NVIDIA H200, 2026-12-02T10:00:00Z" where the counters were taken apart from the
+    /// timings (`kernelbook profile`).
+    pub taken: Option<String>,
 }
 
 /// One profiled kernel; every figure is "–" where the profiler did not give it.
@@ -223,6 +228,10 @@ fn profile_view(lab: &LabSpec, results: &LabResults) -> Option<ProfileView> {
             })
             .collect(),
         problem: run.problem.clone(),
+        taken: run
+            .provenance
+            .as_ref()
+            .map(|p| format!("on {}, {}", p.device, p.measured_at)),
     })
 }
 
@@ -1020,7 +1029,12 @@ impl Templates {
         let mut handlebars = Handlebars::new();
         handlebars.set_strict_mode(true);
         // The template is part of the binary; a syntax error in it is a bug caught by the tests.
-        for (name, text) in [("lab", LAB_TEMPLATE), ("plot", PLOT_TEMPLATE)] {
+        for (name, text) in [
+            ("lab", LAB_TEMPLATE),
+            ("plot", PLOT_TEMPLATE),
+            ("diagram", DIAGRAM_TEMPLATE),
+            ("diagram-svg", DIAGRAM_SVG_TEMPLATE),
+        ] {
             if let Err(err) = handlebars.register_template_string(name, text) {
                 panic!("templates/{name}.hbs does not parse: {err}");
             }
@@ -1030,13 +1044,26 @@ impl Templates {
 
     /// The lab's HTML. It holds no blank line, so markdown keeps it as one HTML block.
     pub fn render_lab(&self, view: &LabView) -> Result<String, handlebars::RenderError> {
-        let html = self.handlebars.render("lab", view)?;
-        Ok(html
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"))
+        Ok(without_blank_lines(&self.handlebars.render("lab", view)?))
     }
+
+    /// A diagram's figure (`templates/diagram.hbs`), with no blank line either.
+    pub fn render_diagram(
+        &self,
+        view: &crate::diagram::view::DiagramView,
+    ) -> Result<String, handlebars::RenderError> {
+        Ok(without_blank_lines(
+            &self.handlebars.render("diagram", view)?,
+        ))
+    }
+}
+
+/// `html` without its blank lines: markdown ends an HTML block at the first one.
+fn without_blank_lines(html: &str) -> String {
+    html.lines()
+        .filter(|l| !l.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl Default for Templates {

@@ -1,8 +1,9 @@
 //! Finds what kernelbook cares about in a chapter's markdown: kernel blocks
-//! (` ```cuda kernel=NAME `) and lab directives (`{{#lab NAME}}`), with their byte ranges and
-//! lines. Parsing goes through pulldown-cmark so that a directive inside a code block or an
+//! (` ```cuda kernel=NAME `), lab directives (`{{#lab NAME}}`) and diagram directives
+//! (`{{#warp-access ...}}`, `{{#banks ...}}`), with their byte ranges and lines. Parsing goes through pulldown-cmark so that a directive inside a code block or an
 //! inline code span is left alone, as the reader expects.
 
+use crate::diagram::{DiagramKind, DiagramSpec, directive};
 use crate::figures::{self, FigureDirective};
 use kernelbook_core::{KernelSource, Language, SourceLocation, line_of_offset};
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
@@ -12,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 /// Info-string languages that mark a block as CUDA source.
 const CUDA_LANGUAGES: &[&str] = &["cuda", "cu"];
-const DIRECTIVE_OPEN: &str = "{{#lab";
+/// What every directive starts with; the name after it says whose it is.
+const DIRECTIVE_START: &str = "{{#";
+const LAB_DIRECTIVE: &str = "lab";
 
 /// A kernel block found in a chapter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,6 +50,15 @@ pub struct Directive {
     pub place: Place,
 }
 
+/// A `{{#warp-access ...}}` or `{{#banks ...}}` directive, its attributes read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiagramDirective {
+    pub spec: DiagramSpec,
+    pub range: Range<usize>,
+    pub location: SourceLocation,
+    pub place: Place,
+}
+
 /// What one chapter holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChapterScan {
@@ -54,6 +66,7 @@ pub struct ChapterScan {
     pub directives: Vec<Directive>,
     /// `{{#value}}` and `{{#ratio}}` figures in the prose, in order.
     pub figures: Vec<FigureDirective>,
+    pub diagrams: Vec<DiagramDirective>,
 }
 
 /// A problem in the book's markdown, with its place.
@@ -98,11 +111,12 @@ pub fn scan_chapter_lines(
 
 fn scan(chapter: &Chapter<'_>) -> Result<ChapterScan, ScanError> {
     let code = scan_code(chapter)?;
-    let directives = scan_directives(chapter, &code)?;
+    let (directives, diagrams) = scan_directives(chapter, &code)?;
     let figures = scan_figures(chapter, &code)?;
     Ok(ChapterScan {
         kernels: code.kernels,
         directives,
+        diagrams,
         figures,
     })
 }
@@ -340,36 +354,66 @@ fn kernel_block(chapter: &Chapter<'_>, block: OpenBlock) -> Result<Option<Kernel
     }))
 }
 
-/// Every `{{#lab NAME}}` outside code; another preprocessor's `{{#lab...}}` is skipped.
-fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<Directive>, ScanError> {
+/// A directive found in the text: a lab's or a diagram's.
+enum Found {
+    Lab(Directive),
+    Diagram(DiagramDirective),
+}
+
+impl Found {
+    fn range(&self) -> &Range<usize> {
+        match self {
+            Found::Lab(d) => &d.range,
+            Found::Diagram(d) => &d.range,
+        }
+    }
+
+    fn set_place(&mut self, place: Place) {
+        match self {
+            Found::Lab(d) => d.place = place,
+            Found::Diagram(d) => d.place = place,
+        }
+    }
+}
+
+/// Every `{{#lab NAME}}` and diagram directive outside code; another preprocessor's
+/// `{{#...}}` (`{{#include}}`, `{{#labels}}`) is skipped.
+fn scan_directives(
+    chapter: &Chapter<'_>,
+    code: &Code,
+) -> Result<(Vec<Directive>, Vec<DiagramDirective>), ScanError> {
     let code_ranges = &code.code_ranges;
     let content = chapter.content;
-    let mut directives = Vec::new();
+    let (mut labs, mut diagrams) = (Vec::new(), Vec::new());
     let mut search_from = 0;
-    while let Some(found) = content[search_from..].find(DIRECTIVE_OPEN) {
+    while let Some(found) = content[search_from..].find(DIRECTIVE_START) {
         let start = search_from + found;
-        search_from = start + DIRECTIVE_OPEN.len();
+        search_from = start + DIRECTIVE_START.len();
         let escaped = chapter
             .origins
             .is_some_and(|origins| origins.escaped.contains(&start));
         if escaped || code_ranges.iter().any(|r| r.contains(&start)) {
             continue;
         }
-        if let Some(mut directive) = parse_directive(chapter, start)? {
-            search_from = directive.range.end;
-            if let Some(text) = code.texts.iter().find(|t| t.range.contains(&start)) {
-                if text.in_table {
-                    return Err(chapter.error(
-                        start,
-                        "a `{{#lab}}` directive cannot stand in a table (the lab's HTML is a block); put it on a line of its own",
-                    ));
-                }
-                directive.place = text.place.clone();
+        let Some(mut directive) = parse_any_directive(chapter, start)? else {
+            continue;
+        };
+        search_from = directive.range().end;
+        if let Some(text) = code.texts.iter().find(|t| t.range.contains(&start)) {
+            if text.in_table {
+                return Err(chapter.error(
+                    start,
+                    "a `{{#lab}}` or diagram directive cannot stand in a table (its HTML is a block); put it on a line of its own",
+                ));
             }
-            directives.push(directive);
+            directive.set_place(text.place.clone());
+        }
+        match directive {
+            Found::Lab(lab) => labs.push(lab),
+            Found::Diagram(diagram) => diagrams.push(diagram),
         }
     }
-    Ok(directives)
+    Ok((labs, diagrams))
 }
 
 /// Every `{{#value ...}}` and `{{#ratio ...}}` outside code, parsed; a malformed one is an
@@ -410,7 +454,56 @@ fn scan_figures(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<FigureDirectiv
     Ok(found)
 }
 
-/// The directive that opens at `start`, or `None` if it is not ours (`{{#labs ...}}`).
+/// The directive of ours that opens at `start` (`{{#lab ...}}`, `{{#warp-access ...}}`,
+/// `{{#banks ...}}`), or `None` for another preprocessor's.
+fn parse_any_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Found>, ScanError> {
+    let after = &chapter.content[start + DIRECTIVE_START.len()..];
+    let name_len = after
+        .find(|c: char| c.is_whitespace() || c == '}')
+        .unwrap_or(after.len());
+    let name = &after[..name_len];
+    if name == LAB_DIRECTIVE {
+        return Ok(parse_directive(chapter, start)?.map(Found::Lab));
+    }
+    match DiagramKind::ALL.into_iter().find(|k| k.directive() == name) {
+        Some(kind) => parse_diagram(chapter, start, kind).map(|d| Some(Found::Diagram(d))),
+        None => Ok(None),
+    }
+}
+
+/// The `kind` diagram directive that opens at `start`.
+fn parse_diagram(
+    chapter: &Chapter<'_>,
+    start: usize,
+    kind: DiagramKind,
+) -> Result<DiagramDirective, ScanError> {
+    let content = chapter.content;
+    let line_end = content[start..]
+        .find('\n')
+        .map_or(content.len(), |i| start + i);
+    let Some(close) = content[start..line_end].find("}}") else {
+        return Err(chapter.error(
+            start,
+            format!(
+                "`{{{{#{}` is not closed with `}}}}` on the same line",
+                kind.directive()
+            ),
+        ));
+    };
+    let open = DIRECTIVE_START.len() + kind.directive().len();
+    let inner = &content[start + open..start + close];
+    let spec = directive::attributes(inner)
+        .and_then(|attributes| DiagramSpec::from_attributes(kind, &attributes))
+        .map_err(|why| chapter.error(start, format!("`{{{{#{}}}}}`: {why}", kind.directive())))?;
+    Ok(DiagramDirective {
+        spec,
+        range: start..start + close + 2,
+        location: chapter.at(start),
+        place: Place::default(),
+    })
+}
+
+/// The `{{#lab NAME}}` directive that opens at `start`.
 fn parse_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Directive>, ScanError> {
     let content = chapter.content;
     let line_end = content[start..]
@@ -420,7 +513,7 @@ fn parse_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Directi
         return Err(chapter.error(start, "`{{#lab` is not closed with `}}` on the same line"));
     };
     let end = start + close + 2;
-    let inner = &content[start + DIRECTIVE_OPEN.len()..start + close];
+    let inner = &content[start + DIRECTIVE_START.len() + LAB_DIRECTIVE.len()..start + close];
     if !inner.is_empty() && !inner.starts_with(char::is_whitespace) {
         return Ok(None);
     }

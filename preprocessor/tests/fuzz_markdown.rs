@@ -25,6 +25,11 @@ fn fragment() -> impl Strategy<Value = String> {
         Just("{{#labs x}}".to_string()),
         Just("}}".to_string()),
         Just("`{{#lab x}}`".to_string()),
+        Just("{{#banks index=\"32 * t + c\" c=3}}".to_string()),
+        Just("{{#warp-access index=\"t * s\" s=[1, 2] title=\"a }} b\"}}".to_string()),
+        Just("{{#warp-access index=\"t".to_string()),
+        Just("{{#banks".to_string()),
+        Just("{{#banks x=[}}".to_string()),
         Just("<div>\n".to_string()),
         Just("> [!NOTE]\n> text\n".to_string()),
         Just("- item\n  ```cuda kernel=inlist\n  x\n  ```\n".to_string()),
@@ -65,6 +70,10 @@ proptest! {
                 for block in &scan.kernels {
                     prop_assert!(block.range.end <= text.len());
                 }
+                for diagram in &scan.diagrams {
+                    let written = &text[diagram.range.clone()];
+                    prop_assert!(written.starts_with("{{#") && written.ends_with("}}"), "{}", written);
+                }
             }
             Err(err) => prop_assert!(err.location.line >= 1 && err.location.line <= text.lines().count() + 1, "{}", err),
         }
@@ -97,7 +106,7 @@ fn edited(chapter: &str) -> Option<String> {
         .collect();
     Some(apply_edits(
         chapter,
-        chapter_edits(chapter, &scan, &rendered),
+        chapter_edits(chapter, &scan, &rendered, &[]),
     ))
 }
 
@@ -400,7 +409,7 @@ fn placed() -> impl Strategy<Value = (Vec<Wrap>, String, bool)> {
 
 /// The chapter the parts make. A part that does not open a list item follows a blank line: a
 /// paragraph's lazy continuation lines after a directive are the known limit (see the notes of
-/// `lab_edit`), not what this property is about.
+/// `directive_edit`), not what this property is about.
 fn render(parts: &[(Vec<Wrap>, String, bool)]) -> String {
     let mut out = String::new();
     for (n, (wraps, block, blank)) in parts.iter().enumerate() {

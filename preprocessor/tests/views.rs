@@ -134,6 +134,33 @@ fn the_profilers_counters_are_tabulated_per_variant() {
     assert!(html.contains("Counters from Nsight Compute"));
 }
 
+/// Counters added to a recording afterwards (`kernelbook profile`) say when and where they were
+/// taken, apart from the timings.
+#[test]
+fn counters_taken_apart_from_the_timings_say_so() {
+    let (lab, mut results, _) = recorded("profile_transpose");
+    if let Some(run) = results.profile.as_mut() {
+        run.provenance = Some(kernelbook_core::results::ProfileProvenance {
+            device: "NVIDIA H200".into(),
+            uuid: "GPU-0".into(),
+            measured_at: "2026-12-02T10:00:00Z".into(),
+        });
+    }
+    let outcome = LabOutcome::Recorded {
+        results,
+        why: "no GPU".into(),
+        stale_kernels: vec![],
+        compile_errors: vec![],
+    };
+    let html = Templates::new()
+        .render_lab(&lab_view(&lab, &outcome))
+        .expect("render");
+    assert!(
+        html.contains("one checked launch per kernel, profiled on NVIDIA H200, 2026-12-02T10:00:00Z, apart from the timings above"),
+        "{html}"
+    );
+}
+
 #[test]
 fn compute_labs_say_their_check_is_sampled() {
     let (_, _, view) = recorded("register_pressure");

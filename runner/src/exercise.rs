@@ -161,14 +161,18 @@ impl CheckPlan {
             .kernels
             .get(&self.learner.kernel_key)
             .ok_or_else(|| ExerciseError::KernelMissing(self.learner.kernel_key.clone()))?;
-        Ok(plan
+        let mut plan = plan
             .with_learner_kernel(
                 &self.learner.starter,
                 LEARNER_VARIANT,
                 &self.learner.kernel_key,
                 learner.clone(),
             )?
-            .select(&self.variants()))
+            .select(&self.variants());
+        // The verdict reads times only: a lab profiled for the book's diagrams is not run
+        // under Nsight Compute when a learner's kernel is graded.
+        plan.profile = false;
+        Ok(plan)
     }
 
     /// The variants to measure: the starter, the learner's, the solution.
@@ -982,6 +986,28 @@ mod tests {
             err.to_string(),
             "lab `coalesce` (labs/coalesce.toml) is not an exercise: it has no [exercise] section"
         );
+    }
+
+    /// A lab profiled for the book's diagrams grades a learner's kernel on its times alone.
+    #[test]
+    fn grading_never_runs_the_profiler() {
+        let mut profiled = lab();
+        profiled.profile = true;
+        let source =
+            "extern \"C\" __global__ void copy_chunked(float *d, const float *s, int n) {}\n";
+        let plan =
+            CheckPlan::new(&profiled, &book_kernels(), source, Path::new("x.cu")).expect("a plan");
+        let device = FakeDevice::new();
+        let book_plan = crate::plan::compile(
+            &plan.book_lab,
+            &plan.kernels,
+            &crate::plan::Target::of(device.info()),
+            &Default::default(),
+        )
+        .expect("a lab plan");
+        assert!(book_plan.profile, "the book's plan profiles");
+        let learner_plan = plan.learner_plan(&book_plan).expect("the learner's plan");
+        assert!(!learner_plan.profile);
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub const SHARED_LOAD_CONFLICTS: &str = "l1tex__data_bank_conflicts_pipe_lsu_mem
 pub const SHARED_STORE_CONFLICTS: &str = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum";
 pub const SHARED_LOAD_WAVEFRONTS: &str = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
 pub const SHARED_LOAD_INSTRUCTIONS: &str = "smsp__sass_inst_executed_op_shared_ld.sum";
+pub const SHARED_STORE_WAVEFRONTS: &str = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
+pub const SHARED_STORE_INSTRUCTIONS: &str = "smsp__sass_inst_executed_op_shared_st.sum";
 pub const GLOBAL_LOAD_SECTORS: &str = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
 pub const GLOBAL_LOAD_REQUESTS: &str = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
 pub const GLOBAL_STORE_SECTORS: &str = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum";
@@ -122,6 +124,18 @@ pub const METRICS: &[Metric] = &[
     Metric {
         name: SHARED_LOAD_WAVEFRONTS,
         label: "shared load wavefronts",
+        unit: "wavefronts",
+        optional: true,
+    },
+    Metric {
+        name: SHARED_STORE_INSTRUCTIONS,
+        label: "shared store instructions",
+        unit: "warp instructions",
+        optional: true,
+    },
+    Metric {
+        name: SHARED_STORE_WAVEFRONTS,
+        label: "shared store wavefronts",
         unit: "wavefronts",
         optional: true,
     },
@@ -300,6 +314,7 @@ pub fn summarize(counters: &KernelCounters) -> KernelProfile {
         _ => None,
     };
     let shared_loads = get(SHARED_LOAD_INSTRUCTIONS);
+    let shared_stores = get(SHARED_STORE_INSTRUCTIONS);
     let (read, write) = (get(DRAM_READ_BYTES), get(DRAM_WRITE_BYTES));
     KernelProfile {
         kernel: counters.kernel.clone(),
@@ -310,6 +325,9 @@ pub fn summarize(counters: &KernelCounters) -> KernelProfile {
         shared_load_instructions: shared_loads,
         conflicts_per_shared_load: ratio(get(SHARED_LOAD_CONFLICTS), shared_loads),
         wavefronts_per_shared_load: ratio(get(SHARED_LOAD_WAVEFRONTS), shared_loads),
+        shared_store_instructions: shared_stores,
+        conflicts_per_shared_store: ratio(get(SHARED_STORE_CONFLICTS), shared_stores),
+        wavefronts_per_shared_store: ratio(get(SHARED_STORE_WAVEFRONTS), shared_stores),
         global_load_sectors_per_request: ratio(get(GLOBAL_LOAD_SECTORS), get(GLOBAL_LOAD_REQUESTS)),
         global_store_sectors_per_request: ratio(
             get(GLOBAL_STORE_SECTORS),

@@ -367,6 +367,51 @@ impl Runner {
             .unwrap_or_else(|| Err(RunError::lab(&lab.name, "not measured")))
     }
 
+    /// Nsight Compute's counters for `recorded`, results of `request`'s lab measured earlier
+    /// (`kernelbook profile`): its kernel variants profiled now on this machine's GPU, with the
+    /// recording's input seed, and the GPU and time they were taken on. The recording's timings
+    /// stay its own, so the counters must describe the same code on the same kind of GPU: a
+    /// recording with other parameters, kernels edited since, or another GPU is refused.
+    pub fn profile_recorded(
+        &self,
+        request: &LabRequest<'_>,
+        recorded: &LabResults,
+        progress: &mut dyn Progress,
+    ) -> Result<kernelbook_core::results::ProfileRun, RunError> {
+        let lab = request.lab;
+        let refuse = |why: String| Err(RunError::lab(&lab.name, why));
+        if recorded.params != lab.params {
+            return refuse("the recording was measured with other parameters than the lab has now: record the lab instead (`kernelbook record`)".into());
+        }
+        let stale = store::stale_kernels(recorded, request.kernels);
+        if !stale.is_empty() {
+            return refuse(format!(
+                "{} changed since the recording: counters of the code shown would sit beside timings of older code; record the lab instead (`kernelbook record {}`)",
+                stale.join(", "),
+                lab.name
+            ));
+        }
+        let found = self.found()?;
+        let (here, there) = (
+            &found.toolchain.device.name,
+            &recorded.provenance.device.name,
+        );
+        if here != there {
+            return refuse(format!(
+                "the recording is from an {there} and this GPU is an {here}: record the lab here instead (`kernelbook record {}`)",
+                lab.name
+            ));
+        }
+        let plan = self.plan(request, &found)?;
+        let mut run = self.supervisor(&found).profile(&plan, recorded, progress)?;
+        run.provenance = Some(kernelbook_core::results::ProfileProvenance {
+            device: here.clone(),
+            uuid: found.toolchain.device.uuid.clone(),
+            measured_at: crate::engine::now_rfc3339(),
+        });
+        Ok(run)
+    }
+
     /// Writes `results` to the cache under `key`; a failure is only a notice.
     fn keep(&self, key: &str, results: &LabResults) {
         if let Err(err) = self.cache.put(key, results) {
@@ -485,4 +530,58 @@ fn compile_check(
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Quiet;
+    use std::path::Path;
+
+    /// Lab 3's file and its recording, as the repository has them.
+    fn lab_and_recording() -> (LabSpec, LabResults) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let lab = LabSpec::load(&root.join("labs/profile_transpose.toml")).expect("the lab");
+        let text = std::fs::read_to_string(root.join("labs/recorded/profile_transpose.json"))
+            .expect("the recording");
+        (lab, LabResults::from_json(&text).expect("parses"))
+    }
+
+    fn runner(dir: &Path) -> Runner {
+        Runner::new(RunnerConfig {
+            cache_dir: dir.join("cache"),
+            recorded_dir: dir.join("recorded"),
+            mode: Mode::Auto,
+            measurement: Measurement::default(),
+            isolation: None,
+            backend: BackendChoice::default(),
+        })
+    }
+
+    /// Counters added to a recording must describe the code and sizes it timed: a recording of
+    /// other parameters, or of kernels edited since, is refused before any GPU is looked for.
+    #[test]
+    fn counters_are_not_added_to_a_recording_of_other_code_or_sizes() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let runner = runner(dir.path());
+        let (lab, recorded) = lab_and_recording();
+        let mut other_sizes = recorded.clone();
+        other_sizes.params.insert("n".into(), 4096);
+        let edited = BTreeMap::new();
+        let request = LabRequest {
+            lab: &lab,
+            kernels: &edited,
+        };
+        let err = runner
+            .profile_recorded(&request, &other_sizes, &mut Quiet)
+            .expect_err("other parameters");
+        assert!(err.to_string().contains("other parameters"), "{err}");
+        let err = runner
+            .profile_recorded(&request, &recorded, &mut Quiet)
+            .expect_err("edited kernels");
+        assert!(
+            err.to_string().contains("copy_tile, transpose_naive, transpose_tiled, transpose_padded changed since the recording"),
+            "{err}"
+        );
+    }
 }

@@ -5,8 +5,10 @@
 //
 // For every page: no console error, no request leaving localhost, every mermaid block drawn as an
 // SVG, every math span rendered by KaTeX (no error, no raw `$$` left), every internal link and
-// anchor resolving. Lab chapters must show their tables; search must find a word; the dark theme
-// must draw diagrams too. A screenshot of the transpose lab is kept as an artefact.
+// anchor resolving, every warp-access and bank diagram drawn with its numbers agreeing with the
+// drawing, the sentence beside it and the counters table under it. Lab chapters must show their
+// tables; search must find a word; the dark theme must draw diagrams too, their text legible. A
+// screenshot of the transpose lab and of a diagram in the dark theme are kept as artefacts.
 
 import { chromium } from 'playwright-core';
 import http from 'node:http';
@@ -51,6 +53,121 @@ function htmlPages(dir, base = dir) {
 const failures = [];
 const fail = (page, message) => failures.push(`${page}: ${message}`);
 
+// The pages whose chapters place warp-access or bank diagrams, and how many figures each has at
+// least (issue #16: coalescing, drill 1, the naive transpose and the 64-wide tile, banks, the
+// practice problems, drill 2).
+const diagramPages = {
+  'hierarchy/coalescing.html': 3,
+  'hierarchy/shared-memory.html': 4,
+  'exercises/practice-problems.html': 3,
+  'exercises/drill-coalesce.html': 2,
+  'exercises/drill-bank-conflict.html': 4,
+  'labs/lab2-transpose.html': 4,
+};
+
+// What the model's counters agree within (preprocessor/src/diagram/compare.rs).
+const agrees = (predicted, measured) => {
+  const gap = Math.abs(measured - predicted);
+  return gap <= 0.15 || gap <= 0.05 * Math.abs(predicted);
+};
+
+// Each panel of each diagram on the page, as the browser drew it (worked answers opened first:
+// a diagram in a closed <details> is laid out only when it is opened).
+const readDiagrams = () => {
+  for (const details of document.querySelectorAll('main details')) details.open = true;
+  return [...document.querySelectorAll('figure.kernelbook-diagram')].map((figure) => ({
+    id: figure.id,
+    kind: figure.dataset.kind,
+    caption: figure.querySelector('figcaption')?.textContent ?? '',
+    panels: [...figure.querySelectorAll('.kernelbook-diagram-panel')].map((panel) => {
+      const svg = panel.querySelector('svg');
+      const box = svg?.getBoundingClientRect();
+      return {
+        data: { ...panel.dataset },
+        width: box?.width ?? 0,
+        height: box?.height ?? 0,
+        title: svg?.querySelector(':scope > title')?.textContent ?? '',
+        svgText: svg ? [...svg.querySelectorAll('text')].map((t) => t.textContent).join(' | ') : '',
+        fetched: svg?.querySelectorAll('rect.fetched:not(.swatch)').length ?? 0,
+        passes: svg ? [...svg.querySelectorAll('text.row-label')].filter((t) => t.textContent.startsWith('pass ')).length : 0,
+        numbers: panel.querySelector('.kernelbook-diagram-numbers')?.textContent ?? '',
+        verdict: panel.querySelector('table[data-verdict]')?.dataset.verdict ?? null,
+        verdictText: panel.querySelector('.kernelbook-diagram-verdict')?.textContent ?? '',
+        rows: [...panel.querySelectorAll('tr[data-metric]')].map((tr) => ({
+          metric: tr.dataset.metric,
+          predicted: tr.dataset.predicted,
+          measured: tr.dataset.measured,
+          predictedCell: tr.querySelector('.predicted')?.textContent,
+          measuredCell: tr.querySelector('.measured')?.textContent,
+        })),
+      };
+    }),
+  }));
+};
+
+// The problems with one diagram: not drawn, or a number that the drawing, the sentence beside
+// it or the counters table says otherwise.
+function diagramProblems(figure) {
+  const problems = [];
+  const say = (message) => problems.push(`diagram ${figure.id}: ${message}`);
+  if (!figure.panels.length) say('has no panel');
+  if (!figure.caption.includes('t = 0 … 31')) say('the caption does not say what was drawn');
+  for (const [i, panel] of figure.panels.entries()) {
+    const where = `panel ${i + 1}`;
+    if (panel.width < 200 || panel.height < 60) say(`${where}: drawn ${panel.width}×${panel.height}`);
+    if (!panel.title) say(`${where}: the SVG has no <title>`);
+    const d = panel.data;
+    const expect = (text, fragment, what) => {
+      if (!text.includes(fragment)) say(`${where}: ${what} lacks "${fragment}": ${text}`);
+    };
+    let model = {};
+    if (figure.kind === 'warp-access') {
+      const sectors = `${d.sectors} sector${d.sectors === '1' ? '' : 's'}`;
+      for (const fragment of [sectors, `${d.sectorBytes} B fetched`, `in ${d.lines} line`, `${d.usedBytes} B used`,
+        `${d.sectorEfficiency} % of the sectors`, `${d.lineEfficiency} % of the lines`]) expect(panel.numbers, fragment, 'the sentence beside it');
+      for (const fragment of [sectors, `${d.usedBytes} B used of ${d.sectorBytes} B fetched (${d.sectorEfficiency} %)`]) expect(panel.svgText, fragment, 'the drawing');
+      if (String(panel.fetched) !== d.sectors) say(`${where}: ${panel.fetched} sectors drawn fetched, ${d.sectors} counted`);
+      const efficiency = (100 * Number(d.usedBytes)) / Number(d.sectorBytes);
+      if (Math.abs(efficiency - Number(d.sectorEfficiency)) > 0.01) say(`${where}: ${d.usedBytes} of ${d.sectorBytes} B is not ${d.sectorEfficiency} %`);
+      model = { 'sectors-per-request': d.sectors };
+    } else if (figure.kind === 'banks') {
+      const degree = d.degree === '1' ? 'No conflict' : `${d.degree}-way conflict`;
+      for (const fragment of [degree, `${d.wavefronts} wavefront`, `${d.conflicts} conflict`, `${d.banksUsed} of 32 banks`]) expect(panel.numbers, fragment, 'the sentence beside it');
+      for (const fragment of [degree, `${d.wavefronts} wavefront`]) expect(panel.svgText, fragment, 'the drawing');
+      if (String(panel.passes) !== d.wavefronts) say(`${where}: ${panel.passes} passes drawn, ${d.wavefronts} wavefronts counted`);
+      if (d.degree !== d.wavefronts || Number(d.conflicts) !== Number(d.wavefronts) - 1) say(`${where}: degree ${d.degree}, wavefronts ${d.wavefronts} and conflicts ${d.conflicts} disagree`);
+      model = { 'conflicts-per-request': d.conflicts, 'wavefronts-per-request': d.wavefronts };
+    } else {
+      say(`unknown kind ${figure.kind}`);
+    }
+    for (const row of panel.rows) {
+      if (row.predictedCell !== row.predicted || row.measuredCell !== row.measured) say(`${where}: the ${row.metric} cells do not show their figures`);
+      if (model[row.metric] !== row.predicted) say(`${where}: the table predicts ${row.predicted} ${row.metric}, the diagram ${model[row.metric]}`);
+      if (row.measured !== '–') {
+        const verdict = agrees(Number(row.predicted), Number(row.measured));
+        if (verdict && !['agree', 'differ'].includes(panel.verdict)) say(`${where}: verdict ${panel.verdict} beside a counter`);
+        if (!verdict && panel.verdict !== 'differ') say(`${where}: ${row.metric} ${row.measured} against ${row.predicted} is not called a difference`);
+      }
+    }
+    if (panel.verdict === 'agree' && !panel.verdictText.includes('agree')) say(`${where}: the verdict does not say they agree`);
+    if (panel.verdict === 'differ' && !panel.verdictText.includes('differ')) say(`${where}: the verdict does not name the difference`);
+  }
+  return problems;
+}
+
+// WCAG contrast ratio of two computed colours ("rgb(r, g, b)").
+function contrast(a, b) {
+  const luminance = (rgb) => {
+    const [r, g, bl] = rgb.match(/[\d.]+/g).slice(0, 3).map(Number).map((c) => {
+      const s = c / 255;
+      return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
+}
+
 const server = await serve(bookDir);
 const origin = `http://127.0.0.1:${server.address().port}`;
 const browser = await chromium.launch({
@@ -63,6 +180,7 @@ fs.mkdirSync(artefacts, { recursive: true });
 
 const pages = htmlPages(bookDir);
 let diagrams = 0;
+let figures = 0;
 let formulas = 0;
 let tables = 0;
 for (const name of pages) {
@@ -114,6 +232,13 @@ for (const name of pages) {
   if (labs.directives) problems.push('a {{#lab}} directive was left unrendered');
   if (/^labs\/lab[12]-/.test(name) && labs.results < 3) problems.push(`the lab table has ${labs.results} rows`);
   tables += labs.sections;
+
+  const drawn = await page.evaluate(readDiagrams);
+  for (const figure of drawn) problems.push(...diagramProblems(figure));
+  if (drawn.length < (diagramPages[name] ?? 0)) problems.push(`${drawn.length} diagrams, expected at least ${diagramPages[name]}`);
+  const leftOver = await page.evaluate(() => (document.querySelector('main')?.innerText.match(/\{\{#(warp-access|banks)/g) ?? []).length);
+  if (leftOver) problems.push('a diagram directive was left unrendered');
+  figures += drawn.length;
 
   // Internal links: the target page exists and so does the anchor.
   const links = await page.evaluate(() => [...document.querySelectorAll('main a[href]')].map((a) => a.getAttribute('href')));
@@ -168,9 +293,36 @@ for (const name of pages) {
   await page.close();
 }
 
+// Dark theme: the warp-access and bank diagrams take the theme's colours, and their text reads
+// on its background.
+{
+  const page = await context.newPage();
+  await page.addInitScript(() => localStorage.setItem('mdbook-theme', 'coal'));
+  const name = 'hierarchy/shared-memory.html';
+  await page.goto(`${origin}/${name}`, { waitUntil: 'load' });
+  const colours = await page.evaluate(() => {
+    const text = document.querySelector('.kernelbook-diagram-svg text');
+    const background = (el) => {
+      for (let node = el; node; node = node.parentElement) {
+        const colour = getComputedStyle(node).backgroundColor;
+        if (colour && !/rgba\(0, 0, 0, 0\)|transparent/.test(colour)) return colour;
+      }
+      return 'rgb(255, 255, 255)';
+    };
+    return text ? { fill: getComputedStyle(text).fill, background: background(text.closest('figure')) } : null;
+  });
+  if (!colours) {
+    fail(name, 'no diagram text in the coal theme');
+  } else if (contrast(colours.fill, colours.background) < 4.5) {
+    fail(name, `diagram text ${colours.fill} on ${colours.background} is hard to read in the coal theme`);
+  }
+  await page.locator('figure.kernelbook-diagram').nth(1).screenshot({ path: path.join(artefacts, 'dark-theme-bank-diagram.png') });
+  await page.close();
+}
+
 await browser.close();
 server.close();
-console.log(`browser test: ${pages.length} pages, ${diagrams} diagrams, ${formulas} formulas, ${tables} lab sections; artefacts in ${artefacts}`);
+console.log(`browser test: ${pages.length} pages, ${diagrams} mermaid diagrams, ${figures} warp-access and bank diagrams, ${formulas} formulas, ${tables} lab sections; artefacts in ${artefacts}`);
 if (failures.length) {
   for (const failure of failures) console.log(`FAIL ${failure}`);
   console.log(`${pages.length - new Set(failures.map((f) => f.split(':')[0])).size} passed, ${new Set(failures.map((f) => f.split(':')[0])).size} failed`);

@@ -3,8 +3,10 @@
 pub mod build;
 pub mod check;
 pub mod compile;
+pub mod diagrams;
 pub mod info;
 pub mod list;
+pub mod profile;
 pub mod record;
 pub mod run;
 pub mod serve;

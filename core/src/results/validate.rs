@@ -365,6 +365,9 @@ fn validate_profile(place: &Place, k: &KernelProfile) -> Result<(), InvalidResul
         ("shared_load_instructions", k.shared_load_instructions),
         ("conflicts_per_shared_load", k.conflicts_per_shared_load),
         ("wavefronts_per_shared_load", k.wavefronts_per_shared_load),
+        ("shared_store_instructions", k.shared_store_instructions),
+        ("conflicts_per_shared_store", k.conflicts_per_shared_store),
+        ("wavefronts_per_shared_store", k.wavefronts_per_shared_store),
         (
             "global_load_sectors_per_request",
             k.global_load_sectors_per_request,
@@ -578,6 +581,9 @@ mod tests {
                     shared_load_instructions: None,
                     conflicts_per_shared_load: None,
                     wavefronts_per_shared_load: None,
+                    shared_store_instructions: None,
+                    conflicts_per_shared_store: None,
+                    wavefronts_per_shared_store: None,
                     global_load_sectors_per_request: None,
                     global_store_sectors_per_request: None,
                     dram_read_bytes: Some(dram),
@@ -587,6 +593,7 @@ mod tests {
                 },
             }],
             problem: None,
+            provenance: None,
         };
         let mut r = results();
         r.profile = Some(profile(4096.0, "copy"));

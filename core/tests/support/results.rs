@@ -491,6 +491,9 @@ fn profile(names: Vec<String>) -> impl Strategy<Value = ProfileRun> {
                     shared_load_instructions: c,
                     conflicts_per_shared_load: c,
                     wavefronts_per_shared_load: d,
+                    shared_store_instructions: c,
+                    conflicts_per_shared_store: b,
+                    wavefronts_per_shared_store: d,
                     global_load_sectors_per_request: d,
                     global_store_sectors_per_request: a,
                     dram_read_bytes: b,
@@ -501,6 +504,7 @@ fn profile(names: Vec<String>) -> impl Strategy<Value = ProfileRun> {
             })
             .collect(),
         problem: None,
+        provenance: None,
     })
 }
 

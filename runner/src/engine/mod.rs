@@ -18,6 +18,7 @@ mod sample;
 
 pub use expected::{Expected, ExternalReferences};
 pub use progress::{Progress, Quiet, StageLog, notice};
+pub(crate) use results::now_rfc3339;
 pub use results::{failed_result, lab_results, provenance, result_template};
 
 use crate::backend::{Compiler, Device, DeviceError};

@@ -82,7 +82,8 @@ pub fn lab_results(
     }
 }
 
-fn now_rfc3339() -> String {
+/// Now, in RFC 3339 to the second, UTC: how results files write a time.
+pub(crate) fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 

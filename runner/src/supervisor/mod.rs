@@ -168,6 +168,30 @@ impl Supervisor {
         Ok(results)
     }
 
+    /// Profiles under Nsight Compute the kernel variants of `plan` that `results` shows
+    /// measured, on `results`' input seed: counters for a lab measured earlier. Profiling needs
+    /// the measuring child processes (ncu runs one), so without isolation it is refused.
+    pub fn profile(
+        &self,
+        plan: &LabPlan,
+        results: &LabResults,
+        progress: &mut dyn Progress,
+    ) -> Result<kernelbook_core::results::ProfileRun, RunError> {
+        match &self.place {
+            Place::Children { exe, .. } => Ok(profile::profile_lab(
+                exe,
+                self.backend,
+                plan,
+                results,
+                progress,
+            )),
+            Place::InProcess(_) => Err(RunError::Unavailable(
+                "profiling runs a measuring process under Nsight Compute, and this runner measures in its own process"
+                    .into(),
+            )),
+        }
+    }
+
     /// The device rows of `plan`, measured in this process.
     fn measure_here(
         &self,

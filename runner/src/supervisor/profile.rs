@@ -29,6 +29,7 @@ pub(super) fn profile_lab(
             tool: "Nsight Compute (ncu)".into(),
             kernels: Vec::new(),
             problem: Some(ProfileError::NcuMissing(None).to_string()),
+            provenance: None,
         };
     };
     let tool = ncu_version(&ncu).unwrap_or_else(|| "Nsight Compute (ncu)".into());
@@ -36,6 +37,7 @@ pub(super) fn profile_lab(
         tool,
         kernels: Vec::new(),
         problem: None,
+        provenance: None,
     };
     // The profiled child runs each variant once, untimed beyond one sample.
     let mut profiled = plan.clone();
