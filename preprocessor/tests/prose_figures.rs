@@ -126,127 +126,37 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     (
         "exercises/padded-transpose.md",
         "2600 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "the A02 lesson's MI300X figures (n = 4096)",
     ),
     (
         "exercises/padded-transpose.md",
         "3400 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "the A02 lesson's MI300X figures (n = 4096)",
     ),
     (
         "exercises/padded-transpose.md",
         "1.3×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/padded-transpose.md",
-        "329 µs",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/padded-transpose.md",
-        "1634 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/padded-transpose.md",
-        "150 µs",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/padded-transpose.md",
-        "3576 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/padded-transpose.md",
-        "2.2×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "the A02 lesson's MI300X figures (n = 4096)",
     ),
     (
         "exercises/padded-transpose.md",
         "1.5×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/padded-transpose.md",
-        "150.2 µs",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/padded-transpose.md",
-        "150.3 µs",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/padded-transpose.md",
-        "19.2×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "the checker's bar, `min_speedup` in labs/padded_transpose.toml",
     ),
     (
         "exercises/profiler-deep-dive.md",
         "8×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/profiler-deep-dive.md",
-        "3575 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/profiler-deep-dive.md",
-        "4148 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/profiler-deep-dive.md",
-        "3943 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/register-pressure.md",
-        "1.8×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/register-pressure.md",
-        "8–11×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "Nsight Compute's L1 → L2 writes, 2048 against 256 MiB (the profile in profile_transpose.json, which no directive renders)",
     ),
     (
         "exercises/stretch-tile-sweep.md",
         "450–800 cycles",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "the Learn lesson's HBM latency",
     ),
     (
         "exercises/stretch-tile-sweep.md",
         "230–400 ns",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/stretch-tile-sweep.md",
-        "4148 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/stretch-tile-sweep.md",
-        "3.6×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/stretch-tile-sweep.md",
-        "3943 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/stretch-tile-sweep.md",
-        "1859 GB/s",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "exercises/stretch-tile-sweep.md",
-        "2.2–2.5×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "arithmetic: the Learn lesson's HBM latency at the H200's 1.98 GHz SM clock",
     ),
     (
         "exercises/stretch-triton.md",
@@ -571,27 +481,12 @@ const ALLOWED: &[(&str, &str, &str)] = &[
     (
         "labs/lab3-profiling.md",
         "8×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "arithmetic (32 against 4 sectors per request) and Nsight Compute's 2048 against 256 MiB of L1 → L2 writes (the profile in profile_transpose.json, which no directive renders)",
     ),
     (
         "labs/lab3-profiling.md",
-        "2.2×",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "labs/lab3-profiling.md",
-        "328.7 µs",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "labs/lab3-profiling.md",
-        "150.2 µs",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
-    ),
-    (
-        "labs/lab3-profiling.md",
-        "144.2 µs",
-        "UNREVIEWED: not yet checked against labs/recorded; convert to a directive or justify",
+        "142.7 µs",
+        "the duration Nsight Compute reported (the profile in profile_transpose.json, which no directive renders)",
     ),
     (
         "methodology.md",
