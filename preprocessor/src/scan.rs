@@ -433,10 +433,7 @@ fn scan_figures(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<FigureDirectiv
         if escaped || code.code_ranges.iter().any(|r| r.contains(&start)) {
             continue;
         }
-        let line_end = content[start..]
-            .find('\n')
-            .map_or(content.len(), |i| start + i);
-        let Some(close) = content[start..line_end].find("}}") else {
+        let Some(close) = closing_on_line(content, start) else {
             return Err(chapter.error(
                 start,
                 "a figure directive is not closed with `}}` on its line",
@@ -471,6 +468,15 @@ fn parse_any_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Fou
     }
 }
 
+/// Where the `}}` closing a directive that opens at `start` stands, relative to `start`: on the
+/// same line, or nowhere.
+fn closing_on_line(content: &str, start: usize) -> Option<usize> {
+    let line_end = content[start..]
+        .find('\n')
+        .map_or(content.len(), |i| start + i);
+    content[start..line_end].find("}}")
+}
+
 /// The `kind` diagram directive that opens at `start`.
 fn parse_diagram(
     chapter: &Chapter<'_>,
@@ -478,10 +484,7 @@ fn parse_diagram(
     kind: DiagramKind,
 ) -> Result<DiagramDirective, ScanError> {
     let content = chapter.content;
-    let line_end = content[start..]
-        .find('\n')
-        .map_or(content.len(), |i| start + i);
-    let Some(close) = content[start..line_end].find("}}") else {
+    let Some(close) = closing_on_line(content, start) else {
         return Err(chapter.error(
             start,
             format!(
