@@ -102,14 +102,15 @@ impl Expectations {
         };
         match slot {
             Slot::Submitted { job, block } => {
+                let block = std::mem::take(block);
                 progress.stage(&format!("waiting for the NumPy reference `{block}`"));
                 let limit = plan.timeout().saturating_sub(Duration::from_secs(2));
                 let deadline = Instant::now() + limit.max(Duration::from_secs(1));
                 *slot = match external.wait(*job, deadline) {
                     Ok(bytes) => Slot::Ready(bytes),
-                    Err(err) => Slot::Failed(python_outcome(block, err)),
+                    Err(err) => Slot::Failed(python_outcome(&block, err)),
                 };
-                progress.stage("the NumPy reference is ready");
+                progress.stage(&format!("the NumPy reference `{block}` answered"));
             }
             Slot::FromVariant => {
                 let check = &plan.checks[index];
