@@ -247,20 +247,18 @@ fn row(path: &str) -> Result<(String, String), String> {
 /// A figure's text: the number, formatted as the lab's table formats it, or a marked gap saying
 /// why there is none. `source` says where the results come from, for the tooltip.
 pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> String {
-    if let (Query::Claim { .. }, Ok(note)) = (query, figure(query, results)) {
-        return format!(
+    match (query, figure(query, results)) {
+        (Query::Claim { .. }, Ok(note)) => format!(
             "<span class=\"kernelbook-claim\" data-holds=\"{}\" title=\"{}\">{note}</span>",
             note.is_empty(),
             escape(source)
-        );
-    }
-    match figure(query, results) {
-        Ok(text) => format!(
+        ),
+        (_, Ok(text)) => format!(
             "<span class=\"kernelbook-figure\" data-field=\"{}\" title=\"{}\">{text}</span>",
             query.kind(),
             escape(source)
         ),
-        Err(why) => format!(
+        (_, Err(why)) => format!(
             "<span class=\"kernelbook-gap\" title=\"{}\">[no result]</span>",
             escape(&why)
         ),
