@@ -4,10 +4,12 @@
 //! Every problem with a lab file is a [`LabError`] that names the file and the line.
 
 mod device;
+mod hardware;
 mod sweep;
 mod traffic;
 
 pub use device::DeviceParams;
+pub use hardware::{ComputeCapability, MAX_TENSOR_RANK, Swizzle, TensorMapSpec};
 pub use sweep::MAX_SWEEP_VARIANTS;
 pub use traffic::{BytesMoved, Traffic};
 
@@ -64,6 +66,10 @@ pub struct LabSpec {
     #[serde(default)]
     pub timing: Option<TimingSpec>,
     pub buffers: Vec<BufferSpec>,
+    /// Views of buffers for the bulk tensor copy engine, passed to kernels by name
+    /// (`[[tensor_maps]]`, see [`TensorMapSpec`]).
+    #[serde(default)]
+    pub tensor_maps: Vec<TensorMapSpec>,
     pub check: CheckSpec,
     pub variants: Vec<VariantSpec>,
     /// A plot of the rows' bandwidth against each variant's `plot_x`, drawn beside the table.
@@ -437,6 +443,11 @@ pub struct VariantSpec {
     /// expression passed as a 32-bit int, or as another type with a suffix (`"n:i64"`, `"n:u64"`).
     #[serde(default)]
     pub args: Vec<String>,
+    /// The oldest NVIDIA architecture the variant runs on (`"sm_90"` for the bulk tensor copy
+    /// engine); on an older GPU, or another vendor's, the row says what it needs instead of
+    /// running.
+    #[serde(default)]
+    pub requires: Option<Spanned<String>>,
     #[serde(default)]
     pub bytes: Option<Expr>,
     /// The buffers this variant reads, in place of the lab's `reads` and `writes`.
@@ -527,6 +538,8 @@ pub fn compile_flags(lab_flags: &[String], defines: &BTreeMap<String, String>) -
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArgSpec {
     Buffer(String),
+    /// A tensor map of the lab (`[[tensor_maps]]`), passed as the driver's 128-byte descriptor.
+    TensorMap(String),
     /// An integer expression, passed as `ty`.
     Scalar {
         expr: Expr,
@@ -771,6 +784,9 @@ impl LabSpec {
         if self.buffer(arg).is_some() {
             return Ok(ArgSpec::Buffer(arg.to_string()));
         }
+        if self.tensor_map(arg).is_some() {
+            return Ok(ArgSpec::TensorMap(arg.to_string()));
+        }
         let (text, ty) = match arg.rsplit_once(':') {
             Some((text, "i32")) => (text, ScalarType::I32),
             Some((text, "i64")) => (text, ScalarType::I64),
@@ -841,6 +857,8 @@ impl LabSpec {
         self.validate_name()?;
         self.validate_param_names()?;
         self.validate_buffers()?;
+        self.validate_tensor_maps()?;
+        self.validate_requirements()?;
         for traffic in [&self.reads, &self.writes].into_iter().flatten() {
             self.validate_traffic(traffic)?;
         }
@@ -1556,7 +1574,7 @@ fn is_float_literal(text: &str) -> bool {
 impl fmt::Display for ArgSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ArgSpec::Buffer(name) => f.write_str(name),
+            ArgSpec::Buffer(name) | ArgSpec::TensorMap(name) => f.write_str(name),
             ArgSpec::Scalar { expr, ty } => write!(f, "{expr}:{ty:?}"),
             ArgSpec::Float { value, ty } => write!(f, "{value}:{ty:?}"),
         }

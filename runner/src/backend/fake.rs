@@ -3,7 +3,7 @@
 //! an `n × n` f32 matrix (third argument), a name ending in `skip_last` leaves the last element
 //! unwritten, anything else writes nothing. A kernel whose name contains `fault` fails its
 //! launch with a sticky error, `invalid` with a harmless one, and `shared` uses 32 KiB of
-//! static shared memory. A test may give a kernel name CPU code of its own
+//! static shared memory. A tensor-map argument stands for the buffer it views. A test may give a kernel name CPU code of its own
 //! ([`FakeDevice::define`]): the stand-in for a kernel of a fixture book.
 
 use super::*;
@@ -19,6 +19,9 @@ pub struct FakeDevice {
     pub info: DeviceInfo,
     pub buffers: Vec<Vec<u8>>,
     pub kernels: Vec<String>,
+    /// The buffer of each tensor map made; a built-in kernel reads a tensor-map argument as
+    /// that buffer.
+    pub tensor_maps: Vec<BufferId>,
     pub flushes: usize,
     pub timed: usize,
     pub launches: usize,
@@ -48,6 +51,7 @@ impl Default for FakeDevice {
             },
             buffers: Vec::new(),
             kernels: Vec::new(),
+            tensor_maps: Vec::new(),
             flushes: 0,
             timed: 0,
             launches: 0,
@@ -67,8 +71,13 @@ impl FakeDevice {
     }
 
     fn buffer_arg(&self, args: &[KernelArg], i: usize) -> Result<usize, DeviceError> {
-        match args.get(i) {
-            Some(KernelArg::Buffer(BufferId(id))) if *id < self.buffers.len() => Ok(*id),
+        let buffer = match args.get(i) {
+            Some(KernelArg::TensorMap(map)) => self.tensor_maps.get(map.0),
+            Some(KernelArg::Buffer(buffer)) => Some(buffer),
+            _ => None,
+        };
+        match buffer {
+            Some(BufferId(id)) if *id < self.buffers.len() => Ok(*id),
             _ => Err(DeviceError::new(
                 "launch",
                 format!("argument {i} is not a buffer"),
@@ -118,6 +127,13 @@ impl Device for FakeDevice {
                 },
             },
         ))
+    }
+    fn tensor_map(&mut self, request: &TensorMapRequest<'_>) -> Result<TensorMapId, DeviceError> {
+        if request.buffer.0 >= self.buffers.len() {
+            return Err(DeviceError::invalid("tensor map", "no such buffer"));
+        }
+        self.tensor_maps.push(request.buffer);
+        Ok(TensorMapId(self.tensor_maps.len() - 1))
     }
     fn blocks_per_sm(&self, _: KernelId, block_threads: u32, _: u32) -> Result<u32, DeviceError> {
         Ok((2048 / block_threads.max(1)).min(32))
@@ -208,6 +224,7 @@ impl Device for FakeDevice {
         Ok(())
     }
     fn release_lab(&mut self) -> Result<(), DeviceError> {
+        self.tensor_maps.clear();
         self.buffers.clear();
         self.kernels.clear();
         self.host.clear();

@@ -29,7 +29,7 @@
 
 use super::{
     BufferId, CompiledKernel, Device, DeviceError, DeviceErrorKind, KernelArg, KernelId,
-    LoadedKernel, Op,
+    LoadedKernel, Op, TensorMapBytes, TensorMapId, TensorMapRequest,
 };
 use kernelbook_core::results::{Clocks, DeviceInfo, LaunchShape};
 
@@ -70,6 +70,7 @@ pub struct Kernel<F> {
 #[derive(Debug, Clone, Copy)]
 pub enum LaunchArg<'a, B> {
     Buffer(&'a B),
+    TensorMap(&'a TensorMapBytes),
     I32(i32),
     I64(i64),
     U32(u32),
@@ -160,6 +161,20 @@ pub trait Vendor {
         &self,
         kernel: &CompiledKernel,
     ) -> Result<(Kernel<Self::Function>, LoadedKernel), DeviceError>;
+    /// Encodes a tensor map over `buffer` (see [`Device::tensor_map`]); none by default.
+    fn encode_tensor_map(
+        &self,
+        buffer: &Self::Buffer,
+        request: &TensorMapRequest<'_>,
+    ) -> Result<TensorMapBytes, DeviceError> {
+        let _ = (buffer, request);
+        Err(DeviceError::of_kind(
+            DeviceErrorKind::Unavailable,
+            "tensor map",
+            "this GPU API has no tensor maps (the bulk tensor copy engine is NVIDIA's, from \
+             compute capability 9.0)",
+        ))
+    }
     /// Resident blocks per SM at this block size and dynamic shared memory.
     fn blocks_per_sm(
         &self,
@@ -229,6 +244,8 @@ pub struct GpuDevice<V: Vendor> {
     driver_version: String,
     buffers: Vec<V::Buffer>,
     kernels: Vec<Kernel<V::Function>>,
+    /// Tensor maps encoded for this lab; each names a buffer's device address.
+    tensor_maps: Vec<TensorMapBytes>,
     /// The buffer `flush_l2` writes, allocated on first use and kept across labs.
     scratch: Option<V::Buffer>,
     flush_byte: u8,
@@ -247,6 +264,7 @@ impl<V: Vendor> GpuDevice<V> {
             driver_version,
             buffers: Vec::new(),
             kernels: Vec::new(),
+            tensor_maps: Vec::new(),
             scratch: None,
             flush_byte: 0xa5,
             pinned: None,
@@ -277,7 +295,7 @@ impl<V: Vendor> GpuDevice<V> {
         }
         let args = args
             .iter()
-            .map(|arg| resolve(&self.buffers, arg))
+            .map(|arg| resolve(&self.buffers, &self.tensor_maps, arg))
             .collect::<Result<Vec<_>, _>>()?;
         self.vendor.launch(kernel, shape, &args)
     }
@@ -405,9 +423,18 @@ fn distinct_pair<'a, B>(
     pair_mut(buffers, src.0, dst.0).ok_or_else(|| DeviceError::invalid(operation, "no such buffer"))
 }
 
-fn resolve<'a, B>(buffers: &'a [B], arg: &KernelArg) -> Result<LaunchArg<'a, B>, DeviceError> {
+fn resolve<'a, B>(
+    buffers: &'a [B],
+    tensor_maps: &'a [TensorMapBytes],
+    arg: &KernelArg,
+) -> Result<LaunchArg<'a, B>, DeviceError> {
     Ok(match *arg {
         KernelArg::Buffer(id) => LaunchArg::Buffer(buffer("buffer", buffers, id)?),
+        KernelArg::TensorMap(TensorMapId(id)) => {
+            LaunchArg::TensorMap(tensor_maps.get(id).ok_or_else(|| {
+                DeviceError::invalid("launch", format!("no tensor map {id} on this device"))
+            })?)
+        }
         KernelArg::I32(v) => LaunchArg::I32(v),
         KernelArg::I64(v) => LaunchArg::I64(v),
         KernelArg::U32(v) => LaunchArg::U32(v),
@@ -415,6 +442,19 @@ fn resolve<'a, B>(buffers: &'a [B], arg: &KernelArg) -> Result<LaunchArg<'a, B>,
         KernelArg::F32(v) => LaunchArg::F32(v),
         KernelArg::F64(v) => LaunchArg::F64(v),
     })
+}
+
+/// The bytes from a tensor's first element to the end of its last, or `None` on overflow: the
+/// copy engine reads and writes anywhere in it, so it must lie inside its buffer.
+fn tensor_extent(request: &TensorMapRequest<'_>) -> Option<u64> {
+    let (&inner, outer) = request.dims.split_first()?;
+    let row = inner.checked_mul(request.elem.size() as u64)?;
+    outer
+        .iter()
+        .zip(request.strides)
+        .try_fold(row, |end, (&dim, &stride)| {
+            end.checked_add(dim.checked_sub(1)?.checked_mul(stride)?)
+        })
 }
 
 /// `&v[a]` and `&mut v[b]` at once; `None` if either is out of range or `a == b`.
@@ -506,6 +546,24 @@ impl<V: Vendor> Device for GpuDevice<V> {
         let (kernel, loaded) = self.vendor.load(kernel)?;
         self.kernels.push(kernel);
         Ok((KernelId(self.kernels.len() - 1), loaded))
+    }
+
+    fn tensor_map(&mut self, request: &TensorMapRequest<'_>) -> Result<TensorMapId, DeviceError> {
+        let buffer = buffer("tensor map", &self.buffers, request.buffer)?;
+        let extent = tensor_extent(request);
+        if extent.is_none_or(|bytes| bytes > buffer.len() as u64) {
+            return Err(DeviceError::invalid(
+                "tensor map",
+                format!(
+                    "the tensor spans {} bytes; its buffer has {}",
+                    extent.map_or_else(|| "more than 2^64".to_string(), |b| b.to_string()),
+                    buffer.len()
+                ),
+            ));
+        }
+        let map = self.vendor.encode_tensor_map(buffer, request)?;
+        self.tensor_maps.push(map);
+        Ok(TensorMapId(self.tensor_maps.len() - 1))
     }
 
     fn blocks_per_sm(
@@ -622,6 +680,7 @@ impl<V: Vendor> Device for GpuDevice<V> {
         self.synchronize()?;
         // Dropping them frees the memory and unloads the modules. The flush buffer and the
         // vendor's libraries stay: every lab uses the one, and loading the other is slow.
+        self.tensor_maps.clear();
         self.buffers.clear();
         self.kernels.clear();
         self.pinned = None;

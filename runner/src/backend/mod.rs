@@ -16,6 +16,7 @@ pub mod hip;
 pub mod ptxas;
 
 use kernelbook_core::results::{DeviceInfo, LaunchShape};
+use kernelbook_core::spec::{ElemType, Swizzle};
 
 /// A device buffer owned by a [`Device`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -25,10 +26,38 @@ pub struct BufferId(pub usize);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KernelId(pub usize);
 
+/// A tensor map made by a [`Device`] ([`Device::tensor_map`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TensorMapId(pub usize);
+
+/// What a tensor map describes, in the terms of the driver's `cuTensorMapEncodeTiled`: a dense
+/// tensor of `dims` elements in `buffer` (innermost first, rows `strides` bytes apart), moved
+/// in tiles of `box_dims`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TensorMapRequest<'a> {
+    pub buffer: BufferId,
+    pub elem: ElemType,
+    pub dims: &'a [u64],
+    /// The byte stride of each dimension after the innermost.
+    pub strides: &'a [u64],
+    pub box_dims: &'a [u32],
+    pub swizzle: Swizzle,
+}
+
+/// The driver's tensor-map descriptor: 128 opaque bytes, aligned as CUDA 13 aligns it (128), passed to a kernel by
+/// value (a `const __grid_constant__` parameter).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(128))]
+pub struct TensorMapBytes(pub [u8; TENSOR_MAP_BYTES]);
+
+/// The size of a tensor-map kernel parameter.
+pub const TENSOR_MAP_BYTES: usize = 128;
+
 /// One kernel argument, already resolved.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum KernelArg {
     Buffer(BufferId),
+    TensorMap(TensorMapId),
     I32(i32),
     I64(i64),
     U32(u32),
@@ -159,6 +188,10 @@ pub trait Device {
     /// Sets every byte of the buffer to `byte`.
     fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError>;
     fn load(&mut self, kernel: &CompiledKernel) -> Result<(KernelId, LoadedKernel), DeviceError>;
+    /// Encodes a tensor map over one of the device's buffers, for kernels that move tiles
+    /// through the bulk tensor copy engine; an error of kind [`DeviceErrorKind::Unavailable`]
+    /// where the GPU or its API has none.
+    fn tensor_map(&mut self, request: &TensorMapRequest<'_>) -> Result<TensorMapId, DeviceError>;
     /// Resident blocks per SM for this kernel at this block size (the occupancy calculator).
     fn blocks_per_sm(
         &self,
@@ -282,6 +315,7 @@ pub(crate) fn check_kernel_args(
     for (index, (&size, arg)) in sizes.iter().zip(args).enumerate() {
         let (kind, arg_size) = match arg {
             KernelArg::Buffer(_) => ("a buffer pointer", 8),
+            KernelArg::TensorMap(_) => ("a tensor map", TENSOR_MAP_BYTES),
             KernelArg::I32(_) => ("an i32", 4),
             KernelArg::I64(_) => ("an i64", 8),
             KernelArg::U32(_) => ("a u32", 4),

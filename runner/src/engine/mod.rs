@@ -92,11 +92,18 @@ pub fn run(
         plan.lab
     ));
     std::thread::scope(|scope| {
-        let builds = ops::kernel::builds_of(selected.iter().map(|(_, v, _)| *v));
+        // A variant the target cannot run is neither compiled nor checked.
+        let runnable = || {
+            selected
+                .iter()
+                .map(|(_, v, _)| *v)
+                .filter(|v| v.unsupported.is_none())
+        };
+        let builds = ops::kernel::builds_of(runnable());
         let mut kernels = ops::kernel::Kernels::start(scope, plan, builds, compiler);
         let buffers = LabBuffers::prepare(plan, device, options.seed)?;
         let mut used = vec![false; plan.checks.len()];
-        for (_, variant, _) in &selected {
+        for variant in runnable() {
             if let Some(slot) = used.get_mut(variant.check) {
                 *slot = true;
             }
@@ -166,6 +173,12 @@ impl Row<'_> {
         progress: &mut dyn Progress,
     ) -> (VariantResult, Option<DeviceError>) {
         let plan = env.plan;
+        if let Some(reason) = &self.variant.unsupported {
+            let outcome = Outcome::Unavailable {
+                reason: reason.clone(),
+            };
+            return (result_template(plan, self.variant, outcome), None);
+        }
         let prepared = match self.op.prepare(env, self.variant) {
             Ok(prepared) => prepared,
             Err(refusal) => {

@@ -510,3 +510,83 @@ fn each_kernel_and_option_set_is_compiled_and_loaded_once_per_lab() {
     loaded.sort_unstable();
     assert_eq!(loaded, ["copy_first", "copy_second"]);
 }
+
+/// The transpose lab with a row through tensor maps that needs a Hopper-class GPU.
+fn tensor_map_lab() -> String {
+    let maps = r#"
+[[tensor_maps]]
+name = "in_tiles"
+buffer = "in"
+dims = ["n", "n"]
+box = [32, 32]
+swizzle = "128B"
+[[tensor_maps]]
+name = "out_tiles"
+buffer = "out"
+dims = ["n", "n"]
+box = [32, 32]
+swizzle = "128B"
+[check]"#;
+    let tma = r#"
+[[variants]]
+name = "tma"
+kernel = "transpose_tma"
+requires = "sm_90"
+grid = ["n / 32", "n / 32"]
+block = [64]
+args = ["out_tiles", "in_tiles", "n"]
+"#;
+    format!("{}{tma}", LAB.replacen("[check]", maps, 1))
+}
+
+fn tensor_map_kernels() -> BTreeMap<String, KernelSource> {
+    let mut kernels = transpose_kernels();
+    kernels.extend([kernel("transpose_tma", "ok")]);
+    kernels
+}
+
+#[test]
+fn a_variant_through_tensor_maps_runs_where_the_architecture_allows() {
+    let mut device = FakeDevice::new();
+    let plan = plan(&tensor_map_lab(), &tensor_map_kernels());
+    assert_eq!(plan.tensor_maps.len(), 2);
+    assert_eq!(plan.tensor_maps[0].strides(), vec![64 * 4]);
+    let results = measure(&mut device, &plan, 42).results;
+    let tma = results.variant("tma").expect("the row");
+    assert!(
+        matches!(tma.outcome, Outcome::Measured { .. }),
+        "{:?}",
+        tma.outcome
+    );
+    // The fake transposes through the buffers the two maps view, in its own order.
+    assert_eq!(device.tensor_maps.len(), 2);
+}
+
+#[test]
+fn an_older_gpu_says_what_the_variant_needs_and_compiles_nothing_for_it() {
+    let mut device = FakeDevice::new();
+    device.info.arch = "sm_80".into();
+    device.info.compute_capability = (8, 0);
+    let lab = LabSpec::parse(&tensor_map_lab(), Path::new("t.toml")).expect("lab");
+    let target = Target::of(device.info());
+    let kernels = tensor_map_kernels();
+    let plan =
+        crate::plan::compile(&lab, &kernels, &target, &Measurement::default()).expect("a plan");
+    let results = measure(&mut device, &plan, 42).results;
+    let tma = results.variant("tma").expect("the row");
+    let Outcome::Unavailable { reason } = &tma.outcome else {
+        panic!("{:?}", tma.outcome);
+    };
+    assert_eq!(
+        reason,
+        "needs a Hopper-class GPU (compute capability 9.0); this GPU is compute capability 8.0"
+    );
+    assert!(
+        !device.kernels.iter().any(|k| k == "transpose_tma"),
+        "loaded {:?}",
+        device.kernels
+    );
+    assert!(device.tensor_maps.is_empty());
+    let good = results.variant("good").expect("the row");
+    assert!(matches!(good.outcome, Outcome::Measured { .. }));
+}

@@ -4,8 +4,8 @@
 
 use super::{Annotations, Env, Prepared, Readback, Refusal, Step, VariantOp, check_output};
 use crate::backend::{
-    CompileError, CompileRequest, CompiledKernel, Compiler, Device, KernelArg, KernelId,
-    LoadedKernel, ptxas,
+    CompileError, CompileRequest, CompiledKernel, Compiler, Device, DeviceErrorKind, KernelArg,
+    KernelId, LoadedKernel, TensorMapId, TensorMapRequest, ptxas,
 };
 use crate::plan::{ArgPlan, KernelOp, LabPlan, LaunchPlan, VariantPlan};
 use kernelbook_core::results::{FailureStage, KernelResources, LaunchShape};
@@ -219,6 +219,35 @@ fn launch_step(env: &mut Env<'_>, launch: &LaunchPlan) -> Result<(Step, Annotati
     Ok((step, annotations))
 }
 
+/// Encodes the plan's tensor map `index` over its buffer on the device.
+fn tensor_map(env: &mut Env<'_>, index: usize) -> Result<TensorMapId, Refusal> {
+    let map = env
+        .plan
+        .tensor_maps
+        .get(index)
+        .ok_or_else(|| Refusal::failed(FailureStage::Launch, "no such tensor map"))?;
+    let strides = map.strides();
+    let request = TensorMapRequest {
+        buffer: env.buffer(map.buffer)?,
+        elem: map.elem,
+        dims: &map.dims,
+        strides: &strides,
+        box_dims: &map.box_dims,
+        swizzle: map.swizzle,
+    };
+    env.device
+        .tensor_map(&request)
+        .map_err(|err| match err.kind {
+            DeviceErrorKind::Unavailable => Refusal::Unavailable {
+                reason: err.message,
+            },
+            _ => Refusal::failed(
+                FailureStage::Launch,
+                format!("tensor map `{}`: {err}", map.name),
+            ),
+        })
+}
+
 /// Registers, spills, shared memory and occupancy of a launch.
 fn resources(
     env: &Env<'_>,
@@ -272,9 +301,10 @@ fn check_shared_memory(
     Ok(())
 }
 
-fn kernel_arg(env: &Env<'_>, arg: ArgPlan) -> Result<KernelArg, Refusal> {
+fn kernel_arg(env: &mut Env<'_>, arg: ArgPlan) -> Result<KernelArg, Refusal> {
     Ok(match arg {
         ArgPlan::Buffer(index) => KernelArg::Buffer(env.buffer(index)?),
+        ArgPlan::TensorMap(index) => KernelArg::TensorMap(tensor_map(env, index)?),
         ArgPlan::I32(v) => KernelArg::I32(v),
         ArgPlan::I64(v) => KernelArg::I64(v),
         ArgPlan::U32(v) => KernelArg::U32(v),

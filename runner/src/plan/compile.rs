@@ -3,8 +3,8 @@
 
 use super::{
     ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, HostCopyOp, KernelBuild,
-    KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, ReferencePlan, Target, TimingPlan,
-    TransposeOp, VariantPlan,
+    KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, ReferencePlan, Target, TensorMapPlan,
+    TimingPlan, TransposeOp, VariantPlan,
 };
 use crate::references::{self, Comparison};
 use kernelbook_core::expr::{Expr, Params};
@@ -53,8 +53,14 @@ pub fn compile(
         target,
         builds: Vec::new(),
         checks: Vec::new(),
+        tensor_maps: Vec::new(),
     };
     let buffers = compiler.buffers()?;
+    compiler.tensor_maps = lab
+        .tensor_maps
+        .iter()
+        .map(|spec| super::hardware::tensor_map(lab, spec, &buffers, &compiler.env(None)))
+        .collect::<Result<Vec<_>, _>>()?;
     let variants = lab
         .variants
         .iter()
@@ -79,6 +85,7 @@ pub fn compile(
             warmup_runs: measurement.warmup_runs,
         },
         buffers,
+        tensor_maps: compiler.tensor_maps,
         builds: compiler.builds,
         checks: compiler.checks,
         variants,
@@ -93,6 +100,7 @@ struct PlanCompiler<'a> {
     target: &'a Target,
     builds: Vec<KernelBuild>,
     checks: Vec<CheckPlan>,
+    tensor_maps: Vec<TensorMapPlan>,
 }
 
 impl PlanCompiler<'_> {
@@ -206,6 +214,9 @@ impl PlanCompiler<'_> {
             counter,
             op: self.op(variant, check_spec, buffers, &env)?,
             writes,
+            unsupported: variant
+                .required_capability()
+                .and_then(|required| super::hardware::unsupported_on(self.target, required)),
         })
     }
 
@@ -628,6 +639,12 @@ impl PlanCompiler<'_> {
             .iter()
             .map(|arg| match arg {
                 ArgSpec::Buffer(name) => Ok(ArgPlan::Buffer(self.buffer_index(name, name)?)),
+                ArgSpec::TensorMap(name) => self
+                    .tensor_maps
+                    .iter()
+                    .position(|map| &map.name == name)
+                    .map(ArgPlan::TensorMap)
+                    .ok_or_else(|| self.lab.error_at(name, format!("no tensor map `{name}`"))),
                 ArgSpec::Scalar { expr, ty } => self.scalar(expr, *ty, env),
                 // A literal's value was rounded to its type once, when the lab was parsed.
                 ArgSpec::Float { value, ty } => Ok(match ty {

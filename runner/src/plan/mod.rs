@@ -14,6 +14,7 @@
 //! properties reach it as a [`Target`].
 
 mod compile;
+mod hardware;
 mod key;
 
 pub use compile::{Measurement, compile};
@@ -23,7 +24,7 @@ use crate::references::Comparison;
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::{DeviceInfo, Work};
-use kernelbook_core::spec::{CompareRule, DeviceParams, ElemType, Fill};
+use kernelbook_core::spec::{CompareRule, DeviceParams, ElemType, Fill, Swizzle};
 use kernelbook_core::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,9 @@ pub struct LabPlan {
     pub timeout_s: u64,
     pub timing: TimingPlan,
     pub buffers: Vec<BufferPlan>,
+    /// Tensor maps over the buffers (`[[tensor_maps]]`), encoded by the device before launch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tensor_maps: Vec<TensorMapPlan>,
     /// Every distinct (kernel, compiler options) pair the variants launch, compiled once each.
     pub builds: Vec<KernelBuild>,
     /// Every distinct check; a variant names one by index.
@@ -114,6 +118,19 @@ pub struct BufferPlan {
     pub len: usize,
     pub bytes: usize,
     pub fill: Fill,
+}
+
+/// A tensor map, evaluated and checked against the driver's rules: a dense row-major view of
+/// buffer `buffer` with `dims` elements (innermost first), moved in tiles of `box_dims`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TensorMapPlan {
+    pub name: String,
+    /// Index into [`LabPlan::buffers`].
+    pub buffer: usize,
+    pub elem: ElemType,
+    pub dims: Vec<u64>,
+    pub box_dims: Vec<u32>,
+    pub swizzle: Swizzle,
 }
 
 /// A kernel of the book and the compiler options one or more launches build it with.
@@ -203,6 +220,10 @@ pub struct VariantPlan {
     /// [`LabPlan::buffers`]; empty where it does not say.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<usize>,
+    /// Why the target cannot run the variant (it `requires` a newer architecture): the row
+    /// says so instead of running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsupported: Option<String>,
 }
 
 /// What a variant runs: one kind of operation each (see the `ops` module of this crate, which prepares each).
@@ -257,6 +278,8 @@ pub struct LaunchPlan {
 pub enum ArgPlan {
     /// The device pointer of a buffer (index into [`LabPlan::buffers`]).
     Buffer(usize),
+    /// A tensor map's descriptor (index into [`LabPlan::tensor_maps`]).
+    TensorMap(usize),
     I32(i32),
     I64(i64),
     U32(u32),

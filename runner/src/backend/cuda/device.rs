@@ -11,7 +11,7 @@ use super::result::{self, Check};
 use crate::backend::gpu::{
     DeviceMemory, GpuDevice, HostMemory, Kernel, LaunchArg, TimingEvent, Vendor,
 };
-use crate::backend::{CompiledKernel, DeviceError, LoadedKernel};
+use crate::backend::{CompiledKernel, DeviceError, LoadedKernel, TensorMapBytes, TensorMapRequest};
 use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
@@ -41,6 +41,10 @@ pub struct Cuda {
 }
 
 /// A loaded kernel and the module that holds it.
+// SAFETY: a tensor map is 128 plain bytes that the driver copies into the kernel's parameter
+// space as they are; the kernel declares the parameter as the same 128-byte aligned struct.
+unsafe impl cudarc::driver::DeviceRepr for TensorMapBytes {}
+
 #[derive(Debug)]
 pub struct Function {
     function: CudaFunction,
@@ -353,6 +357,17 @@ impl Vendor for Cuda {
             .during("occupancy")
     }
 
+    fn encode_tensor_map(
+        &self,
+        buffer: &CudaSlice<u8>,
+        request: &TensorMapRequest<'_>,
+    ) -> Result<TensorMapBytes, DeviceError> {
+        // The guard orders the stream after writes to the buffer; the encoding itself only
+        // records the address.
+        let (address, _ordered) = cudarc::driver::DevicePtr::device_ptr(buffer, &self.stream);
+        super::tensor_map::encode(address, request)
+    }
+
     fn launch(
         &self,
         kernel: &Kernel<Function>,
@@ -366,6 +381,7 @@ impl Vendor for Cuda {
             // driver copies every parameter when the launch is queued.
             match arg {
                 LaunchArg::Buffer(buffer) => builder.arg(*buffer),
+                LaunchArg::TensorMap(map) => builder.arg(*map),
                 LaunchArg::I32(value) => builder.arg(value),
                 LaunchArg::I64(value) => builder.arg(value),
                 LaunchArg::U32(value) => builder.arg(value),

@@ -12,7 +12,8 @@
 //! `probe` finds the GPU without a context; `device` holds the context, stream and events as
 //! owning cudarc types and provides the [`Vendor`](super::gpu::Vendor) primitives, on which
 //! [`GpuDevice`](super::gpu::GpuDevice) keeps the buffers, staging, L2 flush and timing; `nvrtc`
-//! compiles; `cublas` is the library-transpose peer.
+//! compiles; `cublas` is the library-transpose peer; `tensor_map` encodes the bulk tensor copy
+//! engine's descriptors.
 //!
 //! [`DeviceError`]: super::DeviceError
 
@@ -22,6 +23,7 @@ mod nvrtc;
 pub mod nvrtc_search;
 mod probe;
 pub mod result;
+mod tensor_map;
 
 pub use device::{Cuda, CudaDevice, Function};
 pub use nvrtc::{Nvrtc, disable_compute_cache, nvrtc_present};

@@ -174,7 +174,7 @@ impl Hip {
         args: &[LaunchArg<'_, Buffer>],
     ) -> Result<(), DeviceError> {
         check_shape(shape)?;
-        let mut slots = argument_slots(args);
+        let mut slots = argument_slots(args)?;
         let mut params: Vec<*mut c_void> = slots
             .iter_mut()
             .map(|slot| slot.as_mut_ptr().cast::<c_void>())
@@ -216,13 +216,21 @@ impl Hip {
 }
 
 /// Each argument's bytes at the start of an 8-byte slot, in the kernel's byte order (the host's);
-/// `check_kernel_args` made sure each parameter is exactly that argument's size.
-fn argument_slots(args: &[LaunchArg<'_, Buffer>]) -> Vec<[u8; 8]> {
+/// `check_kernel_args` made sure each parameter is exactly that argument's size. HIP makes no
+/// tensor maps, so none can be passed.
+fn argument_slots(args: &[LaunchArg<'_, Buffer>]) -> Result<Vec<[u8; 8]>, DeviceError> {
     args.iter()
         .map(|arg| {
             let mut slot = [0u8; 8];
             match *arg {
                 LaunchArg::Buffer(buffer) => slot = (buffer.ptr as usize as u64).to_ne_bytes(),
+                LaunchArg::TensorMap(_) => {
+                    return Err(DeviceError::of_kind(
+                        crate::backend::DeviceErrorKind::Unavailable,
+                        "launch",
+                        "HIP has no tensor maps",
+                    ));
+                }
                 LaunchArg::I32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
                 LaunchArg::U32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
                 LaunchArg::I64(v) => slot = v.to_ne_bytes(),
@@ -230,7 +238,7 @@ fn argument_slots(args: &[LaunchArg<'_, Buffer>]) -> Vec<[u8; 8]> {
                 LaunchArg::F32(v) => slot[..4].copy_from_slice(&v.to_ne_bytes()),
                 LaunchArg::F64(v) => slot = v.to_ne_bytes(),
             }
-            slot
+            Ok(slot)
         })
         .collect()
 }
