@@ -45,7 +45,7 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let mut output_error = None;
     for (lab, measured) in labs.iter().zip(measured) {
         let results = measured?;
-        let recording = record(&runner, &results)?;
+        let recording = record(&runner, lab, &results)?;
         if let Err(err) = report(&runner, lab, &results, &recording) {
             output_error.get_or_insert(err);
         }
@@ -69,20 +69,18 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 #[derive(Debug)]
 enum Recording {
     Recorded,
-    /// A variant failed, was wrong or unavailable: only fully verified runs are recorded.
+    /// A variant failed, was wrong or unavailable (other than for its architecture): only fully
+    /// verified runs are recorded.
     VariantFailed,
     /// The figures would be distrusted when the book loads them.
     Implausible(String),
 }
 
-/// Records the lab's results if every variant was verified and timed and the results pass the
-/// checks the book makes when it loads them.
-fn record(runner: &Runner, results: &LabResults) -> anyhow::Result<Recording> {
-    let all_verified = results
-        .variants
-        .iter()
-        .all(|v| matches!(v.outcome, Outcome::Measured { .. }));
-    if !all_verified {
+/// Records the lab's results if every variant was verified and timed (or needs an architecture
+/// this GPU is not: a fact about the GPU, kept in its recording) and the results pass the checks
+/// the book makes when it loads them.
+fn record(runner: &Runner, lab: &LabSpec, results: &LabResults) -> anyhow::Result<Recording> {
+    if !all_verified(lab, results) {
         return Ok(Recording::VariantFailed);
     }
     // A file the book would ignore on load is not written.
@@ -91,6 +89,18 @@ fn record(runner: &Runner, results: &LabResults) -> anyhow::Result<Recording> {
     }
     runner.recorded().put(results)?;
     Ok(Recording::Recorded)
+}
+
+/// Whether every row was measured, or is one that `requires` an architecture and did not run.
+fn all_verified(lab: &LabSpec, results: &LabResults) -> bool {
+    results.variants.iter().all(|v| match v.outcome {
+        Outcome::Measured { .. } => true,
+        Outcome::Unavailable { .. } => lab
+            .variants
+            .iter()
+            .any(|spec| spec.name == v.name && spec.requires.is_some()),
+        _ => false,
+    })
 }
 
 /// Prints the lab's table and whether it was recorded.
@@ -114,5 +124,32 @@ fn report(
         ),
         Recording::VariantFailed => say!(out, "not recorded: a variant failed\n"),
         Recording::Implausible(why) => say!(out, "not recorded: implausible results: {why}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn a_row_gated_by_its_architecture_does_not_stop_a_recording_and_a_missing_peer_does() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let lab = LabSpec::load(&root.join("labs/bandwidth.toml")).expect("lab 1");
+        let text = std::fs::read_to_string(root.join("labs/recorded/bandwidth.json"))
+            .expect("lab 1's recording");
+        let mut results = LabResults::from_json(&text).expect("a results file");
+        assert!(all_verified(&lab, &results));
+        let unavailable = Outcome::Unavailable {
+            reason: "needs a Hopper-class GPU (compute capability 9.0)".into(),
+        };
+        let set = |results: &mut LabResults, name: &str| {
+            let row = results.variants.iter_mut().find(|v| v.name == name);
+            row.expect("the row").outcome = unavailable.clone();
+        };
+        set(&mut results, "copy_bulk");
+        assert!(all_verified(&lab, &results), "copy_bulk requires sm_90");
+        set(&mut results, "copy_float4");
+        assert!(!all_verified(&lab, &results), "copy_float4 requires nothing");
     }
 }
