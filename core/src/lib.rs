@@ -9,6 +9,8 @@
 //! - [`results`]: what a measurement produced, with provenance and raw samples (the results file);
 //! - [`stats`]: sample summaries and the stopping rule;
 //! - [`bandwidth`]: effective bandwidth, % of ceiling and % of theoretical peak;
+//! - [`peaks`]: theoretical on-chip rates (shared memory, register operands, FP32) from the
+//!   device's SM count and clock and cited per-architecture constants;
 //! - [`terminal`]: text from lab files and results made safe to print (control characters escaped).
 //!
 //! ```
@@ -51,6 +53,7 @@ pub mod bandwidth;
 pub mod exercise;
 pub mod expr;
 pub mod kernel;
+pub mod peaks;
 pub mod results;
 pub mod spec;
 pub mod stats;

@@ -167,6 +167,14 @@ pub struct DeviceInfo {
     /// they were all measured on NVIDIA GPUs, whose warps are 32 threads.
     #[serde(default = "default_warp_size")]
     pub warp_size: u32,
+    /// 32-bit registers per SM (the register file the resident threads share). Recorded since
+    /// the book's reference tables show it; absent in older files (a gap on the page).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub registers_per_sm: Option<u32>,
+    /// Shared memory per SM, bytes (what all resident blocks together may use). Absent in older
+    /// files and where the runtime does not report it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_bytes_per_sm: Option<u64>,
 }
 
 fn default_warp_size() -> u32 {
@@ -431,6 +439,8 @@ pub(crate) mod tests {
             max_threads_per_sm: 2048,
             max_shared_bytes_per_block: 232_448,
             warp_size: 32,
+            registers_per_sm: Some(65_536),
+            shared_bytes_per_sm: Some(233_472),
         }
     }
 
@@ -499,6 +509,20 @@ pub(crate) mod tests {
         assert_eq!(device.remove("warp_size"), Some(64.into()));
         let back = LabResults::from_json(&json.to_string()).expect("parse");
         assert_eq!(back.provenance.device.warp_size, 32);
+    }
+
+    #[test]
+    fn a_file_from_before_the_per_sm_limits_were_recorded_has_gaps_there() {
+        let r = results();
+        let mut json: serde_json::Value = serde_json::from_str(&r.to_json()).expect("json");
+        let device = json["provenance"]["device"]
+            .as_object_mut()
+            .expect("a device");
+        assert_eq!(device.remove("registers_per_sm"), Some(65_536.into()));
+        assert_eq!(device.remove("shared_bytes_per_sm"), Some(233_472.into()));
+        let back = LabResults::from_json(&json.to_string()).expect("parse");
+        assert_eq!(back.provenance.device.registers_per_sm, None);
+        assert_eq!(back.provenance.device.shared_bytes_per_sm, None);
     }
 
     #[test]

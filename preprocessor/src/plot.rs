@@ -471,6 +471,8 @@ plot_x = 8
                     max_threads_per_sm: 2048,
                     max_shared_bytes_per_block: 1,
                     warp_size: 32,
+                    registers_per_sm: None,
+                    shared_bytes_per_sm: None,
                 },
                 driver_version: "13.0".into(),
                 compiler_version: "NVRTC 13.0".into(),

@@ -166,6 +166,8 @@ struct OpenBlock {
 struct Code {
     kernels: Vec<KernelBlock>,
     code_ranges: Vec<Range<usize>>,
+    /// `$…$` and `$$…$$`: KaTeX typesets these after us, so a figure's HTML cannot stand there.
+    math_ranges: Vec<Range<usize>>,
     texts: Vec<TextPlace>,
 }
 
@@ -284,6 +286,7 @@ fn scan_code(chapter: &Chapter<'_>) -> Result<Code, ScanError> {
     let mut code = Code {
         kernels: Vec::new(),
         code_ranges: Vec::new(),
+        math_ranges: Vec::new(),
         texts: Vec::new(),
     };
     let mut open_block: Option<OpenBlock> = None;
@@ -324,6 +327,7 @@ fn scan_code(chapter: &Chapter<'_>) -> Result<Code, ScanError> {
             Event::Code(_) | Event::Html(_) | Event::InlineHtml(_) => {
                 code.code_ranges.push(range.clone());
             }
+            Event::InlineMath(_) | Event::DisplayMath(_) => code.math_ranges.push(range.clone()),
             _ => {}
         }
         nesting.follow(&event, &range);
@@ -432,6 +436,12 @@ fn scan_figures(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<FigureDirectiv
             .is_some_and(|origins| origins.escaped.contains(&start));
         if escaped || code.code_ranges.iter().any(|r| r.contains(&start)) {
             continue;
+        }
+        if code.math_ranges.iter().any(|r| r.contains(&start)) {
+            return Err(chapter.error(
+                start,
+                "a figure directive cannot stand inside `$…$` math (KaTeX would typeset its HTML): put the figure in the sentence, and keep the math symbolic",
+            ));
         }
         let Some(close) = closing_on_line(content, start) else {
             return Err(chapter.error(
@@ -851,5 +861,20 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
         let err = scan_chapter("text\n\n{{#ratio a.b}}\n", path()).expect_err("one row");
         assert_eq!(err.location.line, 3);
         assert!(err.message.contains("takes two rows"), "{}", err.message);
+    }
+
+    #[test]
+    fn a_figure_inside_math_is_an_error_at_its_line() {
+        for chapter in [
+            "text\n\n$x = {{#value t.a.gbs}}$\n",
+            "text\n\n$$\nx = {{#value t.a.gbs}}\n$$\n",
+        ] {
+            let err = scan_chapter(chapter, path()).expect_err("inside math");
+            assert!(err.message.contains("inside `$…$` math"), "{}", err.message);
+            assert!(err.location.line >= 3, "{chapter}");
+        }
+        // Beside the math, it is a figure like any other.
+        let scan = scan_chapter("$x$ is {{#value t.a.gbs}} GB/s\n", path()).expect("beside math");
+        assert_eq!(scan.figures.len(), 1);
     }
 }

@@ -272,6 +272,12 @@ fn validate_device(d: &DeviceInfo) -> Result<(), InvalidResults> {
         d.max_shared_bytes_per_block,
         (0.0, 2f64.powi(30)),
     )?;
+    if let Some(registers) = d.registers_per_sm {
+        int_in_range(&place, "registers_per_sm", registers, (1.0, 2f64.powi(24)))?;
+    }
+    if let Some(shared) = d.shared_bytes_per_sm {
+        int_in_range(&place, "shared_bytes_per_sm", shared, (1.0, 2f64.powi(30)))?;
+    }
     // The theoretical peak: both zero where the driver does not say (no "% of peak" then).
     unreported_or(&place, "memory_clock_khz", d.memory_clock_khz, (1e4, 1e8))?;
     unreported_or(
@@ -612,13 +618,17 @@ mod tests {
     #[test]
     fn an_implausible_device_is_distrusted() {
         type Damage = fn(&mut DeviceInfo);
-        let cases: [(&str, Damage); 6] = [
+        let cases: [(&str, Damage); 8] = [
             ("sm_count", |d| d.sm_count = 0),
             ("sm_clock_khz", |d| d.sm_clock_khz = 0),
             ("memory_clock_khz", |d| d.memory_clock_khz = 1),
             ("bus_width_bits", |d| d.bus_width_bits = u64::MAX),
             ("max_threads_per_sm", |d| d.max_threads_per_sm = 0),
             ("warp_size", |d| d.warp_size = 0),
+            ("registers_per_sm", |d| d.registers_per_sm = Some(0)),
+            ("shared_bytes_per_sm", |d| {
+                d.shared_bytes_per_sm = Some(u64::MAX)
+            }),
         ];
         for (field, damage) in cases {
             let mut r = results();

@@ -324,6 +324,8 @@ fn device() -> impl Strategy<Value = DeviceInfo> {
                 max_threads_per_sm: threads,
                 max_shared_bytes_per_block: 232_448,
                 warp_size: 32,
+                registers_per_sm: Some(65_536),
+                shared_bytes_per_sm: Some(233_472),
             },
         )
 }

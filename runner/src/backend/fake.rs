@@ -48,6 +48,8 @@ impl Default for FakeDevice {
                 max_threads_per_sm: 2048,
                 max_shared_bytes_per_block: 49152,
                 warp_size: 32,
+                registers_per_sm: Some(65_536),
+                shared_bytes_per_sm: Some(65_536),
             },
             buffers: Vec::new(),
             kernels: Vec::new(),

@@ -36,6 +36,8 @@ pub(crate) fn h200() -> DeviceInfo {
         max_threads_per_sm: 2048,
         max_shared_bytes_per_block: 232448,
         warp_size: 32,
+        registers_per_sm: Some(65_536),
+        shared_bytes_per_sm: Some(233_472),
     }
 }
 

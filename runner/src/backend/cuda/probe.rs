@@ -140,7 +140,21 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, DeviceError> {
             CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         )?),
         warp_size: to_u32(attribute(CU_DEVICE_ATTRIBUTE_WARP_SIZE)?),
+        // For the book's tables only: a driver that does not answer leaves a gap, not a failure.
+        registers_per_sm: reported(attribute(
+            CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+        ))
+        .map(to_u32),
+        shared_bytes_per_sm: reported(attribute(
+            CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+        ))
+        .map(to_u64),
     })
+}
+
+/// An attribute's value where the driver gave a positive one.
+fn reported<E>(value: Result<i32, E>) -> Option<i32> {
+    value.ok().filter(|&v| v > 0)
 }
 
 /// The SM and memory clocks of the GPU with this UUID now, from nvidia-smi (which reads them

@@ -164,6 +164,8 @@ fn info() -> DeviceInfo {
         max_threads_per_sm: 1,
         max_shared_bytes_per_block: 1,
         warp_size: 32,
+        registers_per_sm: None,
+        shared_bytes_per_sm: None,
     }
 }
 

@@ -78,7 +78,9 @@ pub(super) mod attr {
     pub const COMPUTE_CAPABILITY_MINOR: c_int = 61;
     pub const MULTIPROCESSOR_COUNT: c_int = 63;
     pub const MAX_SHARED_MEMORY_PER_BLOCK: c_int = 74;
+    pub const MAX_REGISTERS_PER_MULTIPROCESSOR: c_int = 72;
     pub const SHARED_MEM_PER_BLOCK_OPTIN: c_int = 75;
+    pub const SHARED_MEM_PER_MULTIPROCESSOR: c_int = 76;
     /// `hipDeviceAttributeWarpSize`: 64 on gfx9 (CDNA), 32 on RDNA.
     pub const WARP_SIZE: c_int = 87;
 }

@@ -143,8 +143,16 @@ fn device_info(rt: &Runtime, device: c_int) -> Result<DeviceInfo, DescribeError>
             .map(to_u32)
             .filter(|&size| size > 0)
             .unwrap_or_else(|| derived_warp_size(&arch)),
+        // For the book's tables only: a runtime that does not answer leaves a gap.
+        registers_per_sm: reported(attribute(attr::MAX_REGISTERS_PER_MULTIPROCESSOR)).map(to_u32),
+        shared_bytes_per_sm: reported(attribute(attr::SHARED_MEM_PER_MULTIPROCESSOR)).map(to_u64),
         arch,
     })
+}
+
+/// An attribute's value where the runtime gave a positive one.
+fn reported<E>(value: Result<c_int, E>) -> Option<c_int> {
+    value.ok().filter(|&v| v > 0)
 }
 
 /// The wavefront size where the runtime does not report it: 64 on gfx9 (GCN and CDNA: MI50 to

@@ -1,8 +1,10 @@
-//! Figures in prose: `{{#value LAB.VARIANT.FIELD}}` and `{{#ratio LAB.A LAB.B [FIELD]}}` render
-//! a measured quantity where a sentence needs it, and `{{#device LAB}}` the GPU it was measured
-//! on, from the same results as the lab's table (live
-//! on a GPU, recorded without one). A row that failed or was not measured renders as a marked
-//! gap, never as a number from elsewhere.
+//! Figures in prose: `{{#value LAB.VARIANT.FIELD [* K] [/ K]}}` and
+//! `{{#ratio LAB.A LAB.B [FIELD]}}` render a measured quantity where a sentence needs it,
+//! `{{#ridge LAB.COMPUTE LAB.MEMORY}}` (or `... peak`) a ridge point, and
+//! `{{#device LAB [PROPERTY]}}` the GPU it was measured on or one of its properties
+//! ([`device`]), from the same results as the lab's table (live on a GPU, recorded without one).
+//! A row that failed or was not measured renders as a marked gap, never as a number from
+//! elsewhere.
 //!
 //! ```
 //! use mdbook_kernelbook::figures::{Field, Query};
@@ -20,11 +22,21 @@
 
 use kernelbook_core::SourceLocation;
 use kernelbook_core::bandwidth::percent_of;
-use kernelbook_core::results::{LabResults, Outcome, VariantResult};
+use kernelbook_core::results::{KernelProfile, LabResults, Outcome, VariantResult};
 use std::ops::Range;
 
+pub mod device;
+
+pub use device::Property;
+
 /// The directives' openings, as they are searched for.
-pub const OPENINGS: [&str; 4] = ["{{#value ", "{{#ratio ", "{{#device ", "{{#claim "];
+pub const OPENINGS: [&str; 5] = [
+    "{{#value ",
+    "{{#ratio ",
+    "{{#device ",
+    "{{#claim ",
+    "{{#ridge ",
+];
 
 /// A figure directive of a chapter.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -37,11 +49,12 @@ pub struct FigureDirective {
 /// What a figure shows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Query {
-    /// One field of one row.
+    /// One field of one row, times a constant (`* 4 / 1000`: 4-byte loads per second as TB/s).
     Value {
         lab: String,
         variant: String,
         field: Field,
+        scale: Scale,
     },
     /// `field` of `top` over `field` of `bottom`, as "3.0×".
     Ratio {
@@ -50,8 +63,16 @@ pub enum Query {
         bottom: String,
         field: Field,
     },
-    /// The name of the GPU the lab's results come from ("NVIDIA H200").
-    Device { lab: String },
+    /// The name of the GPU the lab's results come from ("NVIDIA H200"), or one of its
+    /// properties.
+    Device { lab: String, property: Property },
+    /// The roofline's ridge point: the work rate of `compute` over the bandwidth of `memory`, in
+    /// units of work (FLOP) per byte.
+    Ridge {
+        lab: String,
+        compute: String,
+        memory: Bandwidth,
+    },
     /// A claim the prose makes about the order of rows (`a < b < c` by `field`): nothing is
     /// shown where the results bear it out, a note where they do not.
     Claim {
@@ -59,6 +80,49 @@ pub enum Query {
         rows: Vec<String>,
         field: Field,
     },
+}
+
+/// The bandwidth a ridge point divides by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Bandwidth {
+    /// A row's measured bandwidth.
+    Row(String),
+    /// The device's theoretical DRAM bandwidth (memory clock × 2 × bus width).
+    Peak,
+}
+
+/// A constant a value is multiplied by: `times / over`, both whole numbers as typed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scale {
+    pub times: u64,
+    pub over: u64,
+}
+
+impl Scale {
+    pub const ONE: Scale = Scale { times: 1, over: 1 };
+
+    /// `* 4 / 1000` (operators and numbers as separate words), or nothing.
+    fn parse(words: &[&str]) -> Result<Scale, String> {
+        let usage = "a value's scale is `* N` and `/ N` with whole numbers, e.g. `{{#value lab.row.rate * 4 / 1000}}`";
+        if !words.len().is_multiple_of(2) {
+            return Err(usage.into());
+        }
+        let mut scale = Scale::ONE;
+        for pair in words.chunks(2) {
+            let number: u64 = pair[1].parse().ok().filter(|&n| n > 0).ok_or(usage)?;
+            let side = match pair[0] {
+                "*" => &mut scale.times,
+                "/" => &mut scale.over,
+                _ => return Err(usage.into()),
+            };
+            *side = side.checked_mul(number).ok_or(usage)?;
+        }
+        Ok(scale)
+    }
+
+    fn apply(self, value: f64) -> f64 {
+        value * self.times as f64 / self.over as f64
+    }
 }
 
 /// A measured quantity of a row.
@@ -80,10 +144,14 @@ pub enum Field {
     Rate,
     /// Relative spread of the samples, per cent.
     Spread,
+    /// Bytes read from DRAM, in MB, from the lab's Nsight Compute profile.
+    DramRead,
+    /// Sectors per global load request, from the lab's Nsight Compute profile.
+    Sectors,
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 8] = [
+    const NAMES: [(&'static str, Field); 10] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -92,6 +160,8 @@ impl Field {
         ("counter", Field::Counter),
         ("rate", Field::Rate),
         ("spread", Field::Spread),
+        ("dram_read", Field::DramRead),
+        ("sectors", Field::Sectors),
     ];
 
     /// The name directives use.
@@ -115,7 +185,8 @@ impl Field {
 }
 
 impl Query {
-    /// Parses a whole directive, `{{#value ...}}` or `{{#ratio ...}}`.
+    /// Parses a whole directive, `{{#value ...}}`, `{{#ratio ...}}`, `{{#device ...}}`,
+    /// `{{#ridge ...}}` or `{{#claim ...}}`.
     pub fn parse(directive: &str) -> Result<Query, String> {
         let body = directive
             .strip_prefix("{{#")
@@ -125,17 +196,7 @@ impl Query {
         let kind = words.next().unwrap_or_default();
         let words: Vec<&str> = words.collect();
         match (kind, words.as_slice()) {
-            ("value", [path]) => {
-                let (lab, variant, field) = match path.split('.').collect::<Vec<_>>()[..] {
-                    [lab, variant, field] => (lab, variant, field),
-                    _ => return Err(format!("`{{{{#value {path}}}}}` needs LAB.VARIANT.FIELD, e.g. `{{{{#value transpose.padded.gbs}}}}`")),
-                };
-                Ok(Query::Value {
-                    lab: name(lab)?,
-                    variant: name(variant)?,
-                    field: Field::parse(field)?,
-                })
-            }
+            ("value", [path, scale @ ..]) => parse_value(path, scale),
             ("ratio", [top, bottom, rest @ ..]) if rest.len() <= 1 => {
                 let (lab, top) = row(top)?;
                 let (other, bottom) = row(bottom)?;
@@ -152,10 +213,21 @@ impl Query {
                     field,
                 })
             }
-            ("device", [lab]) => Ok(Query::Device { lab: name(lab)? }),
+            ("device", [lab, rest @ ..]) if rest.len() <= 1 => Ok(Query::Device {
+                lab: name(lab)?,
+                property: Property::parse(rest.first().copied())?,
+            }),
+            ("ridge", [compute, memory]) => parse_ridge(compute, memory),
             ("claim", words) => parse_claim(words),
-            ("device", _) => Err("`{{#device}}` takes one lab: `{{#device LAB}}`".into()),
+            ("device", _) => Err(
+                "`{{#device}}` takes a lab and an optional property: `{{#device LAB [PROPERTY]}}`"
+                    .into(),
+            ),
             ("value", _) => Err("`{{#value}}` takes one LAB.VARIANT.FIELD".into()),
+            ("ridge", _) => Err(
+                "`{{#ridge}}` takes a compute row and a bandwidth row of one lab, or `peak`: `{{#ridge LAB.COMPUTE LAB.MEMORY}}`"
+                    .into(),
+            ),
             _ => Err(
                 "`{{#ratio}}` takes two rows of one lab and an optional field: `{{#ratio LAB.A LAB.B [FIELD]}}`"
                     .into(),
@@ -163,13 +235,22 @@ impl Query {
         }
     }
 
-    /// What it shows, for the page (`data-field`): a field's name, "ratio" or "device".
+    /// What it shows, for the page (`data-field`): a field's name, "ratio", "device",
+    /// "ridge" (over a measured bandwidth) or "ridge_peak" (over the theoretical one).
     pub fn kind(&self) -> &'static str {
         match self {
             Query::Value { field, .. } => field.name(),
             Query::Ratio { .. } => "ratio",
             Query::Device { .. } => "device",
             Query::Claim { .. } => "claim",
+            Query::Ridge {
+                memory: Bandwidth::Row(_),
+                ..
+            } => "ridge",
+            Query::Ridge {
+                memory: Bandwidth::Peak,
+                ..
+            } => "ridge_peak",
         }
     }
 
@@ -177,8 +258,9 @@ impl Query {
         match self {
             Query::Value { lab, .. }
             | Query::Ratio { lab, .. }
-            | Query::Device { lab }
-            | Query::Claim { lab, .. } => lab,
+            | Query::Device { lab, .. }
+            | Query::Claim { lab, .. }
+            | Query::Ridge { lab, .. } => lab,
         }
     }
 
@@ -189,8 +271,59 @@ impl Query {
             Query::Ratio { top, bottom, .. } => vec![top, bottom],
             Query::Device { .. } => Vec::new(),
             Query::Claim { rows, .. } => rows.iter().map(String::as_str).collect(),
+            Query::Ridge {
+                compute, memory, ..
+            } => match memory {
+                Bandwidth::Row(memory) => vec![compute, memory],
+                Bandwidth::Peak => vec![compute],
+            },
         }
     }
+}
+
+/// `LAB.VARIANT.FIELD [* N] [/ N]`.
+fn parse_value(path: &str, scale: &[&str]) -> Result<Query, String> {
+    if scale
+        .first()
+        .is_some_and(|word| *word != "*" && *word != "/")
+    {
+        return Err("`{{#value}}` takes one LAB.VARIANT.FIELD".into());
+    }
+    let (lab, variant, field) = match path.split('.').collect::<Vec<_>>()[..] {
+        [lab, variant, field] => (lab, variant, field),
+        _ => {
+            return Err(format!(
+                "`{{{{#value {path}}}}}` needs LAB.VARIANT.FIELD, e.g. `{{{{#value transpose.padded.gbs}}}}`"
+            ));
+        }
+    };
+    Ok(Query::Value {
+        lab: name(lab)?,
+        variant: name(variant)?,
+        field: Field::parse(field)?,
+        scale: Scale::parse(scale)?,
+    })
+}
+
+/// `LAB.COMPUTE LAB.MEMORY` or `LAB.COMPUTE peak`.
+fn parse_ridge(compute: &str, memory: &str) -> Result<Query, String> {
+    let (lab, compute) = row(compute)?;
+    let memory = if memory == "peak" {
+        Bandwidth::Peak
+    } else {
+        let (other, memory) = row(memory)?;
+        if other != lab {
+            return Err(format!(
+                "a ridge point divides two rows of one lab (`{lab}` and `{other}`)"
+            ));
+        }
+        Bandwidth::Row(memory)
+    };
+    Ok(Query::Ridge {
+        lab,
+        compute,
+        memory,
+    })
 }
 
 /// `LAB.A < LAB.B [< LAB.C ...] [FIELD]`: rows of one lab in increasing order.
@@ -269,8 +402,13 @@ pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> Stri
 pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, String> {
     let results = results.ok_or_else(|| format!("lab `{}` has no results", query.lab()))?;
     match query {
-        Query::Value { variant, field, .. } => {
-            let value = quantity(results, variant, *field)?;
+        Query::Value {
+            variant,
+            field,
+            scale,
+            ..
+        } => {
+            let value = scale.apply(quantity(results, variant, *field)?);
             Ok(format_field(*field, value))
         }
         Query::Ratio {
@@ -282,8 +420,30 @@ pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Str
             }
             Ok(format_ratio(ratio))
         }
-        Query::Device { .. } => Ok(escape(&results.provenance.device.name)),
+        Query::Device { property, .. } => property
+            .text(&results.provenance.device)
+            .map(|t| escape(&t)),
         Query::Claim { rows, field, .. } => claim(results, rows, *field),
+        Query::Ridge {
+            compute, memory, ..
+        } => ridge(results, compute, memory).map(crate::render::format_sig),
+    }
+}
+
+/// Work per byte: `compute`'s work rate over `memory`'s bandwidth.
+fn ridge(results: &LabResults, compute: &str, memory: &Bandwidth) -> Result<f64, String> {
+    let rate = quantity(results, compute, Field::Rate)? * 1e9;
+    let gbs = match memory {
+        Bandwidth::Row(row) => quantity(results, row, Field::Gbs)?,
+        Bandwidth::Peak => results.provenance.device.theoretical_gbs(),
+    };
+    let ridge = rate / (gbs * 1e9);
+    if ridge.is_finite() && gbs > 0.0 {
+        Ok(ridge)
+    } else {
+        Err(format!(
+            "`{compute}` over a bandwidth of {gbs} GB/s is not a number"
+        ))
     }
 }
 
@@ -338,8 +498,33 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
             .ok_or_else(|| missing("counter"))?,
         Field::Rate => row.work_per_second().ok_or_else(|| missing("work"))? / 1e9,
         Field::Spread => summary.rel_spread * 100.0,
+        Field::DramRead => {
+            let bytes = profiled(results, variant)?.dram_read_bytes;
+            bytes.ok_or_else(|| missing("DRAM bytes read in its profile"))? / 1e6
+        }
+        Field::Sectors => {
+            let sectors = profiled(results, variant)?.global_load_sectors_per_request;
+            sectors.ok_or_else(|| missing("sectors per load request in its profile"))?
+        }
     };
     Ok(value)
+}
+
+/// The Nsight Compute counters of `variant`'s launch.
+fn profiled<'r>(results: &'r LabResults, variant: &str) -> Result<&'r KernelProfile, String> {
+    let profile = results
+        .profile
+        .as_ref()
+        .ok_or_else(|| format!("lab `{}` was not profiled here", results.lab))?;
+    profile
+        .kernels
+        .iter()
+        .find(|kernel| kernel.variant == variant)
+        .map(|kernel| &kernel.counters)
+        .ok_or_else(|| match &profile.problem {
+            Some(problem) => format!("`{variant}` has no counters: {problem}"),
+            None => format!("`{variant}` has no counters"),
+        })
 }
 
 fn why(row: &VariantResult) -> &'static str {
@@ -359,7 +544,19 @@ fn format_field(field: Field, value: f64) -> String {
         Field::Time => crate::render::format_ms(value / 1000.0),
         Field::Us => crate::render::format_sig(value),
         Field::PctCeiling | Field::PctPeak | Field::Spread => format!("{value:.1} %"),
-        Field::Counter | Field::Rate => crate::render::format_sig(value),
+        Field::Counter | Field::Rate | Field::DramRead => crate::render::format_sig(value),
+        Field::Sectors => significant(value),
+    }
+}
+
+/// Three significant figures without trailing zeros: "32", "1.5", "33.5" (a count of sectors, a
+/// device's L2 in MiB).
+fn significant(value: f64) -> String {
+    let text = crate::render::format_sig(value);
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
     }
 }
 
@@ -392,7 +589,8 @@ mod tests {
             Ok(Query::Value {
                 lab: "transpose".into(),
                 variant: "padded".into(),
-                field: Field::Gbs
+                field: Field::Gbs,
+                scale: Scale::ONE,
             })
         );
         assert_eq!(
@@ -412,6 +610,16 @@ mod tests {
             ("{{#value a b}}", "takes one"),
             ("{{#value a.b c.gbs}}", "takes one"),
             ("{{#value a.b!.gbs}}", "not a lab or variant name"),
+            ("{{#value a.b.rate * 4 /}}", "a value's scale"),
+            ("{{#value a.b.rate * 0}}", "a value's scale"),
+            ("{{#value a.b.rate + 4}}", "takes one"),
+            (
+                "{{#device a sms extra}}",
+                "takes a lab and an optional property",
+            ),
+            ("{{#device a speed}}", "unknown device property"),
+            ("{{#ridge a.x b.y}}", "two rows of one lab"),
+            ("{{#ridge a.x}}", "takes a compute row"),
         ] {
             let err = Query::parse(bad).expect_err(bad);
             assert!(err.contains(message), "{bad}: {err}");
@@ -443,7 +651,7 @@ mod tests {
         ] {
             assert!(Query::parse(bad).is_err(), "{bad}");
         }
-        let text = include_str!("../../labs/recorded/transpose.json");
+        let text = include_str!("../../../labs/recorded/transpose.json");
         let results = LabResults::from_json(text).expect("the recording");
         let holds = Query::parse("{{#claim transpose.naive < transpose.tiled < transpose.padded}}")
             .expect("a claim");
@@ -466,5 +674,118 @@ mod tests {
         assert_eq!(format_ratio(12.4), "12×");
         assert_eq!(format_field(Field::Gbs, 1634.4), "1634");
         assert_eq!(format_field(Field::PctPeak, 74.84), "74.8 %");
+        assert_eq!(format_field(Field::Sectors, 4.0), "4");
+        assert_eq!(significant(60.0), "60");
+        assert_eq!(significant(1.5), "1.5");
+        assert_eq!(significant(253.4), "253");
+    }
+
+    fn recorded(lab: &str) -> LabResults {
+        let path = format!("{}/../labs/recorded/{lab}.json", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(&path).expect("a recording");
+        LabResults::from_json(&text).expect("a valid recording")
+    }
+
+    fn shown(directive: &str, results: &LabResults) -> Result<String, String> {
+        figure(&Query::parse(directive)?, Some(results))
+    }
+
+    #[test]
+    fn a_scaled_value_multiplies_before_it_is_formatted() {
+        let results = recorded("bank_conflicts");
+        let rate = quantity(&results, "padded", Field::Rate).expect("a rate");
+        assert_eq!(
+            Query::parse("{{#value bank_conflicts.padded.rate * 4 / 1000}}"),
+            Ok(Query::Value {
+                lab: "bank_conflicts".into(),
+                variant: "padded".into(),
+                field: Field::Rate,
+                scale: Scale {
+                    times: 4,
+                    over: 1000
+                },
+            })
+        );
+        let tbs = shown("{{#value bank_conflicts.padded.rate * 4 / 1000}}", &results);
+        assert_eq!(tbs, Ok(crate::render::format_sig(rate * 4.0 / 1000.0)));
+        assert_eq!(tbs.as_deref(), Ok("19.7"));
+    }
+
+    #[test]
+    fn dram_bytes_and_sectors_come_from_the_labs_profile() {
+        let results = recorded("strided");
+        // Stride 1 reads its 64 MiB once; stride 16 reads 16 times as much, stride 64 no more.
+        assert_eq!(
+            shown("{{#value strided.s1.dram_read}}", &results).as_deref(),
+            Ok("67.1")
+        );
+        for (row, times) in [
+            ("s2", "2.0×"),
+            ("s8", "8.0×"),
+            ("s16", "16×"),
+            ("s64", "16×"),
+        ] {
+            let ratio = format!("{{{{#ratio strided.{row} strided.s1 dram_read}}}}");
+            assert_eq!(shown(&ratio, &results).as_deref(), Ok(times), "{row}");
+        }
+        assert_eq!(
+            shown("{{#value strided.s4.sectors}}", &results).as_deref(),
+            Ok("16")
+        );
+        assert_eq!(
+            shown("{{#value strided.s64.sectors}}", &results).as_deref(),
+            Ok("32")
+        );
+        let mut unprofiled = results.clone();
+        unprofiled.profile = None;
+        let err = shown("{{#value strided.s1.dram_read}}", &unprofiled).expect_err("a gap");
+        assert!(err.contains("was not profiled"), "{err}");
+    }
+
+    #[test]
+    fn a_ridge_divides_a_measured_rate_by_a_measured_or_theoretical_bandwidth() {
+        let results = recorded("memory_wall");
+        let rate = quantity(&results, "fma", Field::Rate).expect("a rate") * 1e9;
+        let gbs = quantity(&results, "memcpy", Field::Gbs).expect("a bandwidth");
+        let peak = results.provenance.device.theoretical_gbs();
+        let measured = Query::parse("{{#ridge memory_wall.fma memory_wall.memcpy}}").expect("ok");
+        assert_eq!(measured.kind(), "ridge");
+        assert_eq!(measured.variants(), ["fma", "memcpy"]);
+        assert_eq!(
+            figure(&measured, Some(&results)),
+            Ok(crate::render::format_sig(rate / (gbs * 1e9)))
+        );
+        let theoretical = Query::parse("{{#ridge memory_wall.fma peak}}").expect("ok");
+        assert_eq!(theoretical.kind(), "ridge_peak");
+        assert_eq!(
+            figure(&theoretical, Some(&results)),
+            Ok(crate::render::format_sig(rate / (peak * 1e9)))
+        );
+        // A row without work has no rate to divide.
+        let err = shown("{{#ridge memory_wall.memcpy peak}}", &results).expect_err("no work");
+        assert!(err.contains("has no work"), "{err}");
+    }
+
+    #[test]
+    fn a_device_property_reads_the_results_device() {
+        let results = recorded("memory_wall");
+        assert_eq!(
+            shown("{{#device memory_wall}}", &results).as_deref(),
+            Ok("NVIDIA H200")
+        );
+        assert_eq!(
+            shown("{{#device memory_wall sms}}", &results).as_deref(),
+            Ok("132")
+        );
+        // This recording predates the per-SM register count: a gap, with the reason.
+        let err = shown("{{#device memory_wall register_kib_per_sm}}", &results);
+        assert!(err.is_err_and(|e| e.contains("do not record")));
+        let html = render(
+            &Query::parse("{{#device memory_wall peak_gbs}}").expect("ok"),
+            Some(&results),
+            "recorded",
+        );
+        assert!(html.contains("data-field=\"device\""), "{html}");
+        assert!(html.contains(">4814</span>"), "{html}");
     }
 }
