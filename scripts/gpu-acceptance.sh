@@ -6,7 +6,9 @@
 # the `gpu`, `book` and `check` test binaries). OUT receives summary.txt, recorded.tgz (the new
 # recordings, the fixture book's included) and logs.txt (few files: the device tool brings back
 # at most eight). SKIP_BENCH=1 and SKIP_REPEAT=1 leave out the benchmark and the repeatability
-# runs, where device time is short.
+# runs, where device time is short. RUNS_OF="bandwidth transpose" runs those labs three times one
+# after the other (runs.tgz, and each run's ratios in the summary); LIVE_BOOK=1 builds the book
+# live after recording (book.tgz).
 set -uo pipefail
 KERNELBOOK=${KERNELBOOK:-target/release/kernelbook}
 TESTS=${TESTS:-.device-bin}
@@ -71,6 +73,31 @@ for name in a:
         print(f"repeat {first['lab']}/{name}: {a[name]:.4f} ms then {b[name]:.4f} ms ({100 * (b[name] - a[name]) / a[name]:+.2f} %)")
 PY
 done
+
+for lab in ${RUNS_OF:-}; do
+    step "$lab three times, one run after the other" | tee -a "$OUT/summary.txt"
+    mkdir -p "$LOGS/runs"
+    for run in 1 2 3; do
+        "$KERNELBOOK" run "$lab" --json "$LOGS/runs/$lab-$run.json" > "$LOGS/$lab-run$run.txt" 2>&1
+        python3 - "$LOGS/runs/$lab-$run.json" "$run" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+results, run = json.load(open(sys.argv[1])), sys.argv[2]
+rate = {v["name"]: v["bytes_moved"] / v["outcome"]["summary"]["median_ms"] / 1e6
+        for v in results["variants"] if v["outcome"]["status"] == "measured"}
+ceiling = rate.get(results.get("ceiling") or "memcpy")
+print(f"run {run} {results['lab']}: " + ", ".join(
+    f"{name} {gbs:.0f} GB/s ({gbs / ceiling:.3f}×)" for name, gbs in rate.items()))
+PY
+    done
+done
+[ -n "${RUNS_OF:-}" ] && tar czf "$OUT/runs.tgz" -C "$LOGS" runs
+
+if [ "${LIVE_BOOK:-}" = 1 ]; then
+    step "the book built live" | tee -a "$OUT/summary.txt"
+    t0=$(seconds); "$KERNELBOOK" build 2>&1 | tail -5 | tee -a "$OUT/summary.txt"; t1=$(seconds)
+    echo "live build: $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
+    tar czf "$OUT/book.tgz" target/book
+fi
 
 grep -hE "^test |test result|GB/s|wrong kernel|cached lookup|NVRTC|solutions passed" \
     "$LOGS/gpu-tests.txt" "$LOGS/check-tests.txt" "$LOGS/nvrtc-test.txt" >> "$OUT/summary.txt"
