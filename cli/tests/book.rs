@@ -7,6 +7,9 @@ use kernelbook_runner::backend::cuda;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+#[path = "support/charts.rs"]
+mod charts;
+
 /// The repository: where this test was built, unless `KERNELBOOK_REPO` says otherwise (a test
 /// binary carried to a GPU machine runs in another folder).
 fn repo() -> PathBuf {
@@ -724,6 +727,67 @@ fn doubling_every_recorded_time_changes_every_figure_in_the_prose_accordingly() 
             agrees,
             "{page}: {field} was {was}, now {now}, expected about {expected}"
         );
+    }
+    every_chart_follows_the_doubled_times(original.path(), doubled.path());
+}
+
+/// The built pages of a book, in order.
+fn html_pages(book: &Path) -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = files_under(&book.join("target/book"))
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .collect();
+    pages.sort();
+    pages
+}
+
+/// Every lab section with results has its chart, and each chart's marks moved with the times:
+/// each figure is what doubling makes of it, and is drawn where that figure puts it.
+fn every_chart_follows_the_doubled_times(original: &Path, doubled: &Path) {
+    let pages = html_pages(original);
+    let (before, after) = (
+        charts::charts_of(&original.join("target/book"), &pages),
+        charts::charts_of(&doubled.join("target/book"), &html_pages(doubled)),
+    );
+    let sections: usize = pages
+        .iter()
+        .map(|page| {
+            let html =
+                std::fs::read_to_string(original.join("target/book").join(page)).expect("page");
+            html.matches("<div class=\"kernelbook-lab kernelbook-recorded\"")
+                .count()
+        })
+        .sum();
+    assert!(sections >= 17, "only {sections} lab sections with results");
+    assert_eq!(before.len(), sections, "a chart for every lab section");
+    assert_eq!(before.len(), after.len());
+    for (was, now) in before.iter().zip(&after) {
+        let place = format!("{} #{}", was.page, was.id);
+        assert_eq!((&was.page, &was.id), (&now.page, &now.id));
+        assert!(was.width > 0.0 && was.height > 0.0, "{place}: drawn empty");
+        assert!(!was.marks.is_empty(), "{place}: no marks");
+        assert_eq!(was.marks.len(), now.marks.len(), "{place}");
+        for (a, b) in was.marks.iter().zip(&now.marks) {
+            let expected = charts::doubled(&a.field, a.value);
+            assert!(
+                (b.value - expected).abs() <= expected.abs() * 1e-6,
+                "{place}: a {} mark was {}, now {}, expected {expected}",
+                a.field,
+                a.value,
+                b.value
+            );
+        }
+        for (chart, mark) in [was, now]
+            .into_iter()
+            .flat_map(|c| c.marks.iter().map(move |m| (c, m)))
+        {
+            assert!(
+                charts::drawn_where_it_says(chart, mark),
+                "{place}: {} drawn at {}",
+                mark.value,
+                mark.drawn
+            );
+        }
     }
 }
 

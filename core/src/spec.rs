@@ -3,11 +3,13 @@
 //!
 //! Every problem with a lab file is a [`LabError`] that names the file and the line.
 
+mod chart;
 mod device;
 mod hardware;
 mod sweep;
 mod traffic;
 
+pub use chart::{ChartKind, ChartSpec};
 pub use device::DeviceParams;
 pub use hardware::{ComputeCapability, MAX_TENSOR_RANK, Swizzle, TensorMapSpec};
 pub use sweep::MAX_SWEEP_VARIANTS;
@@ -75,6 +77,9 @@ pub struct LabSpec {
     /// A plot of the rows' bandwidth against each variant's `plot_x`, drawn beside the table.
     #[serde(default)]
     pub plot: Option<PlotSpec>,
+    /// Which chart is drawn beside the table (`[chart]`); see [`LabSpec::chart_kind`].
+    #[serde(default)]
+    pub chart: Option<ChartSpec>,
     /// Flush the L2 before every timed sample (the default). Labs that measure the caches
     /// themselves set `flush_l2 = false` and rely on the warm-up runs to fill them.
     #[serde(default = "default_true")]
@@ -283,6 +288,10 @@ pub struct PlotSpec {
     /// A prediction drawn beside the measurement, scaled to the lab's ceiling.
     #[serde(default)]
     pub model: Option<Model>,
+    /// Mark the measured GPU's L2 size (from the results' device properties) on an x axis of
+    /// bytes.
+    #[serde(default)]
+    pub mark_l2: bool,
 }
 
 /// Predictions the book can draw next to a measurement.
@@ -869,6 +878,7 @@ impl LabSpec {
         self.validate_summary_references()?;
         self.validate_exercise()?;
         self.validate_plot()?;
+        self.validate_chart()?;
         self.validate_ceiling()
     }
 
@@ -1094,6 +1104,28 @@ impl LabSpec {
             }
         }
         Ok(())
+    }
+
+    /// `[chart]`, if given, has what its kind draws from.
+    fn validate_chart(&self) -> Result<(), LabError> {
+        let Some(chart) = &self.chart else {
+            return Ok(());
+        };
+        match chart::chart_problem(chart, self.plot.is_some(), self.ridge.is_some(), |name| {
+            self.variant(name).is_some()
+        }) {
+            Some(problem) => Err(self.error_at("[chart]", problem)),
+            None => Ok(()),
+        }
+    }
+
+    /// The chart drawn beside the table: `[chart]`'s kind, else what the lab's sections call for
+    /// ([`ChartKind::default_for`]).
+    pub fn chart_kind(&self) -> ChartKind {
+        self.chart.as_ref().map_or_else(
+            || ChartKind::default_for(self.plot.is_some(), self.ridge.is_some()),
+            |chart| chart.kind,
+        )
     }
 
     /// `ceiling`, if given, names a variant of the lab.
@@ -2075,6 +2107,48 @@ min_speedup = 2.0
             let err = parse(&text).expect_err(message);
             assert!(err.message.contains(message), "{}", err.message);
             assert!(err.line > 1, "{err}");
+        }
+    }
+
+    #[test]
+    fn a_chart_section_picks_the_chart_and_is_checked_at_its_line() {
+        let lab = parse(SWEEP).expect("valid");
+        assert_eq!(
+            lab.chart_kind(),
+            ChartKind::Roofline,
+            "a ridge without [plot]"
+        );
+        let speedup = format!("{SWEEP}[chart]\nkind = \"speedup\"\nbaseline = \"slow\"\n");
+        let lab = parse(&speedup).expect("valid");
+        assert_eq!(lab.chart_kind(), ChartKind::Speedup);
+        let chart_line = speedup
+            .lines()
+            .position(|l| l == "[chart]")
+            .expect("[chart]")
+            + 1;
+        for (text, message) in [
+            (
+                speedup.replace("baseline = \"slow\"", "baseline = \"slo\""),
+                "baseline `slo` is not a variant",
+            ),
+            (
+                speedup.replace("baseline = \"slow\"\n", ""),
+                "needs `baseline",
+            ),
+            (
+                speedup.replace("\"speedup\"", "\"points\""),
+                "a points chart has none",
+            ),
+            (
+                speedup.replace("\"speedup\"", "\"pie\""),
+                "unknown variant `pie`",
+            ),
+        ] {
+            let err = parse(&text).expect_err(message);
+            assert!(err.message.contains(message), "{}", err.message);
+            if !message.contains("unknown") {
+                assert_eq!(err.line, chart_line, "{err}");
+            }
         }
     }
 

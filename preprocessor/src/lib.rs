@@ -3,7 +3,7 @@
 //! It finds the CUDA kernel blocks (` ```cuda kernel=NAME `), lab directives
 //! (`{{#lab NAME}}`) and diagram directives (`{{#warp-access ...}}`, `{{#banks ...}}`) of a book
 //! ([`scan`]), asks the runner for each lab's results, and renders them into the chapter through
-//! handlebars templates ([`render`], [`diagram`]). The same preprocessor runs
+//! handlebars templates ([`render`], [`chart`], [`diagram`]). The same preprocessor runs
 //! in-process under `kernelbook build` and as the `mdbook-kernelbook` binary under a stock
 //! `mdbook build`.
 //!
@@ -15,10 +15,10 @@
 //! assert_eq!(scan.directives[0].lab, "copy");
 //! ```
 
+pub mod chart;
 pub mod diagram;
 pub mod figures;
 pub mod include;
-pub mod plot;
 pub mod preprocessor;
 pub mod render;
 pub mod scan;

@@ -736,10 +736,9 @@ fn directive_edit(
     (start..range.end, out)
 }
 
-/// `html` on one line, the same document: a line break inside a tag becomes a space, any other
-/// `&#10;` (text and attribute values read that as the line break it was). `None` where an
-/// element whose text is raw (a script, a style) would read `&#10;` literally.
-pub fn one_line(html: &str) -> Option<String> {
+/// Whether lower-case `html` holds an element whose text is raw (a script, a style). Inside an
+/// `<svg>` a `<title>` is an ordinary element of foreign content, the tooltip of a chart's mark.
+fn has_raw_text(html: &str) -> bool {
     const RAW: &[&str] = &[
         "<script",
         "<style",
@@ -752,8 +751,29 @@ pub fn one_line(html: &str) -> Option<String> {
         "<noembed",
         "<noframes",
     ];
-    let lower = html.to_ascii_lowercase();
-    if RAW.iter().any(|tag| lower.contains(tag)) {
+    let raw_in = |text: &str, svg: bool| {
+        RAW.iter()
+            .filter(|tag| !(svg && **tag == "<title"))
+            .any(|tag| text.contains(tag))
+    };
+    let mut rest = html;
+    while let Some(start) = rest.find("<svg") {
+        let Some(len) = rest[start..].find("</svg>") else {
+            break;
+        };
+        if raw_in(&rest[..start], false) || raw_in(&rest[start..start + len], true) {
+            return true;
+        }
+        rest = &rest[start + len..];
+    }
+    raw_in(rest, false)
+}
+
+/// `html` on one line, the same document: a line break inside a tag becomes a space, any other
+/// `&#10;` (text and attribute values read that as the line break it was). `None` where an
+/// element whose text is raw (a script, a style) would read `&#10;` literally.
+pub fn one_line(html: &str) -> Option<String> {
+    if has_raw_text(&html.to_ascii_lowercase()) {
         return None;
     }
     let html = html.replace("\r\n", "\n").replace('\r', "\n");
@@ -850,6 +870,26 @@ pub fn escape_html(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_svg_title_does_not_keep_html_off_one_line() {
+        let chart =
+            "<figure>\n<svg><title>a\nb</title>\n<rect><title>c</title></rect></svg>\n</figure>";
+        let line = one_line(chart).expect("an svg's titles are not raw text");
+        assert!(!line.contains('\n'), "{line}");
+        assert_eq!(
+            one_line("<title>x</title>"),
+            None,
+            "an HTML title's text is raw"
+        );
+        assert_eq!(one_line("<svg></svg><title>x</title>"), None);
+        assert_eq!(one_line("<svg><style>x</style></svg>"), None);
+        assert_eq!(
+            one_line("<svg><title>x</title>"),
+            None,
+            "an svg never closed"
+        );
+    }
 
     #[test]
     fn edits_apply_back_to_front() {

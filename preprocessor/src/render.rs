@@ -10,7 +10,8 @@ use kernelbook_runner::{KernelProblem, LabOutcome};
 use serde::Serialize;
 
 const LAB_TEMPLATE: &str = include_str!("../templates/lab.hbs");
-const PLOT_TEMPLATE: &str = include_str!("../templates/plot.hbs");
+const CHART_TEMPLATE: &str = include_str!("../templates/chart.hbs");
+const CHART_PAINT_TEMPLATE: &str = include_str!("../templates/chart-paint.hbs");
 const DIAGRAM_TEMPLATE: &str = include_str!("../templates/diagram.hbs");
 const DIAGRAM_SVG_TEMPLATE: &str = include_str!("../templates/diagram-svg.hbs");
 
@@ -93,7 +94,8 @@ pub struct LabView {
     pub provenance: Option<ProvenanceView>,
     pub notes: Vec<String>,
     pub problems: Vec<ProblemView>,
-    pub plot: Option<crate::plot::PlotView>,
+    /// The chart beside the table, drawn from the same results ([`crate::chart`]).
+    pub chart: Option<crate::chart::ChartView>,
     pub missing: Option<String>,
     /// Whether the lab moves bytes worth a bandwidth column (a latency lab does not).
     pub show_bandwidth: bool,
@@ -250,7 +252,7 @@ impl LabView {
             provenance: None,
             notes: Vec::new(),
             problems: Vec::new(),
-            plot: None,
+            chart: None,
             show_bandwidth: false,
             rate_header: None,
             counter_header: None,
@@ -349,7 +351,7 @@ pub fn lab_view(lab: &LabSpec, outcome: &LabOutcome) -> LabView {
 
 /// [`lab_view`], with the GPU the book was recorded on beside a live measurement made on
 /// another GPU: each row gains that GPU's figure (GB/s, else the kernel's counter, else the
-/// median time), so the reader sees both machines in one table.
+/// median time), so the reader sees both machines in one table, and the chart draws both.
 pub fn lab_view_beside(
     lab: &LabSpec,
     outcome: &LabOutcome,
@@ -386,6 +388,11 @@ pub fn lab_view_beside(
     }
     view.beside_header = Some(header);
     view.data_columns += 1;
+    view.chart = crate::chart::chart_view(
+        lab,
+        results,
+        Some(crate::chart::Beside { results: recorded }),
+    );
     view
 }
 
@@ -524,7 +531,7 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
         provenance: Some(provenance_view(results)),
         notes,
         problems,
-        plot: crate::plot::plot_view(lab, results),
+        chart: crate::chart::chart_view(lab, results, None),
         missing: None,
         data_columns: columns.count(),
         show_bandwidth: columns.bandwidth,
@@ -1031,7 +1038,8 @@ impl Templates {
         // The template is part of the binary; a syntax error in it is a bug caught by the tests.
         for (name, text) in [
             ("lab", LAB_TEMPLATE),
-            ("plot", PLOT_TEMPLATE),
+            ("chart", CHART_TEMPLATE),
+            ("chart-paint", CHART_PAINT_TEMPLATE),
             ("diagram", DIAGRAM_TEMPLATE),
             ("diagram-svg", DIAGRAM_SVG_TEMPLATE),
         ] {

@@ -1,6 +1,6 @@
 //! Property tests: the views built from any results that pass validation — the book's own
 //! recordings damaged at random, and results made from extreme values — never panic, never
-//! print NaN or infinity, draw a bounded plot, and render to HTML of bounded size.
+//! print NaN or infinity, draw a bounded chart, and render to HTML of bounded size.
 
 #[path = "../../core/tests/support/results.rs"]
 mod support;
@@ -8,7 +8,7 @@ mod support;
 use kernelbook_core::results::LabResults;
 use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::LabOutcome;
-use mdbook_kernelbook::plot::MAX_TICKS;
+use mdbook_kernelbook::chart::MAX_TICKS;
 use mdbook_kernelbook::render::{Templates, lab_view};
 use proptest::prelude::*;
 use proptest::sample::Index;
@@ -96,17 +96,25 @@ fn views_are_sound(lab: &LabSpec, results: &LabResults) -> Result<(), TestCaseEr
                 );
             }
         }
-        if let Some(plot) = &view.plot {
-            prop_assert!(
-                plot.y_ticks.len() <= MAX_TICKS,
-                "{} y ticks",
-                plot.y_ticks.len()
-            );
-            prop_assert!(plot.x_ticks.len() <= lab.variants.len());
-            prop_assert!(plot.points.len() <= results.variants.len());
-            let coordinates = plot.y_ticks.iter().chain(&plot.x_ticks).map(|t| t.pos);
-            let coordinates = coordinates.chain(plot.points.iter().flat_map(|p| [p.x, p.y]));
-            for c in coordinates {
+        if let Some(chart) = &view.chart {
+            let svg = &chart.svg;
+            let rows = lab.variants.len().max(results.variants.len());
+            let marks = svg.rects.iter().filter(|r| r.datum.is_some()).count()
+                + svg.dots.iter().filter(|d| d.datum.is_some()).count();
+            prop_assert!(marks <= rows + 1, "{marks} marks for {rows} rows");
+            let ticks = svg.texts.iter().filter(|t| t.class == "tick").count();
+            prop_assert!(ticks <= MAX_TICKS + MAX_TICKS.max(rows), "{ticks} ticks");
+            let lines = svg.lines.iter().chain(&svg.grid_lines);
+            let lines = lines.flat_map(|l| [l.x1, l.y1, l.x2, l.y2]);
+            let rects = svg.rects.iter().flat_map(|r| [r.x, r.y, r.width, r.height]);
+            let dots = svg.dots.iter().flat_map(|d| [d.cx, d.cy]);
+            let texts = svg.texts.iter().flat_map(|t| [t.x, t.y]);
+            for c in lines
+                .chain(rects)
+                .chain(dots)
+                .chain(texts)
+                .chain([svg.height])
+            {
                 prop_assert!(c.is_finite(), "a coordinate {c}");
             }
         }

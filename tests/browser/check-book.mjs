@@ -7,8 +7,11 @@
 // SVG, every math span rendered by KaTeX (no error, no raw `$$` left), every internal link and
 // anchor resolving, every warp-access and bank diagram drawn with its numbers agreeing with the
 // drawing, the sentence beside it and the counters table under it. Lab chapters must show their
-// tables; search must find a word; the dark theme must draw diagrams too, their text legible. A
-// screenshot of the transpose lab and of a diagram in the dark theme are kept as artefacts.
+// tables; search must find a word; the dark theme must draw diagrams too, their text legible.
+// Every lab section must have its chart, drawn at a size, with marks, its text legible and its
+// marks visible on the page's background, in the light theme and in each dark theme (coal, navy,
+// ayu). Screenshots of the transpose lab, of a diagram in the dark theme, and of the Lab 2 and
+// memory-wall charts in the light and the coal theme are kept as artefacts.
 
 import { chromium } from 'playwright-core';
 import http from 'node:http';
@@ -168,6 +171,66 @@ function contrast(a, b) {
   return (hi + 0.05) / (lo + 0.05);
 }
 
+// Each chart of the page as the browser drew it: its size, how many marks it has, and its
+// text's and its marks' colours against the background they are drawn on.
+const readCharts = () => {
+  const parse = (colour) => {
+    const m = colour.match(/rgba?\(([^)]+)\)/);
+    if (!m) return null;
+    const [r, g, b, a = 1] = m[1].split(/[ ,/]+/).filter(Boolean).map(Number);
+    return { r, g, b, a };
+  };
+  // The colour an element is drawn on: the first ancestor with an opaque background.
+  const background = (el) => {
+    for (let node = el; node; node = node.parentElement) {
+      const colour = parse(getComputedStyle(node).backgroundColor);
+      if (colour && colour.a > 0) return `rgb(${colour.r}, ${colour.g}, ${colour.b})`;
+    }
+    return 'rgb(255, 255, 255)';
+  };
+  return [...document.querySelectorAll('figure.kernelbook-chart')].map((figure) => {
+    const svg = figure.querySelector('svg');
+    const box = svg?.getBoundingClientRect();
+    const texts = svg ? [...svg.querySelectorAll('text')] : [];
+    // Solid marks only: a hatched or translucent one is read by its outline.
+    const solid = svg ? [...svg.querySelectorAll('rect.bar, circle.point')].filter((el) => {
+      const style = getComputedStyle(el);
+      return /^rgb/.test(style.fill) && Number(style.fillOpacity) === 1;
+    }) : [];
+    return {
+      id: figure.id,
+      kind: figure.dataset.kind,
+      width: box?.width ?? 0,
+      height: box?.height ?? 0,
+      title: svg?.querySelector(':scope > title')?.textContent ?? '',
+      marks: svg ? svg.querySelectorAll('[data-value]').length : 0,
+      background: background(figure),
+      textColours: [...new Set(texts.map((t) => getComputedStyle(t).fill))],
+      markColours: [...new Set(solid.map((el) => getComputedStyle(el).fill))],
+      hidden: texts.filter((t) => getComputedStyle(t).visibility === 'hidden' || Number(getComputedStyle(t).opacity) === 0).length,
+    };
+  });
+};
+
+// The problems with the charts of a page drawn in `theme`.
+function chartProblems(charts, theme) {
+  const problems = [];
+  for (const chart of charts) {
+    const say = (message) => problems.push(`chart ${chart.id} (${theme}): ${message}`);
+    if (chart.width < 300 || chart.height < 80) say(`drawn ${chart.width}×${chart.height}`);
+    if (!chart.title) say('the SVG has no <title>');
+    if (!chart.marks) say('has no marks');
+    if (chart.hidden) say(`${chart.hidden} hidden labels`);
+    for (const fill of chart.textColours) {
+      if (contrast(fill, chart.background) < 4.5) say(`text ${fill} on ${chart.background} is hard to read`);
+    }
+    for (const fill of chart.markColours) {
+      if (contrast(fill, chart.background) < 3) say(`marks ${fill} on ${chart.background} are hard to see`);
+    }
+  }
+  return problems;
+}
+
 const server = await serve(bookDir);
 const origin = `http://127.0.0.1:${server.address().port}`;
 const browser = await chromium.launch({
@@ -183,6 +246,10 @@ let diagrams = 0;
 let figures = 0;
 let formulas = 0;
 let tables = 0;
+let charts = 0;
+const chartPages = [];
+// The charts kept as screenshots, in the light and the coal theme (and checked in every theme).
+const chartShots = { 'labs/lab2-transpose.html': 'chart-lab2', 'practice/memory-wall.html': 'chart-memory-wall' };
 for (const name of pages) {
   const page = await context.newPage();
   const problems = [];
@@ -233,6 +300,16 @@ for (const name of pages) {
   if (/^labs\/lab[12]-/.test(name) && labs.results < 3) problems.push(`the lab table has ${labs.results} rows`);
   tables += labs.sections;
 
+  // Every lab section with results has its chart, drawn in the light theme.
+  const drawnCharts = await page.evaluate(readCharts);
+  const withResults = await page.evaluate(() => document.querySelectorAll('.kernelbook-lab .kernelbook-provenance').length);
+  if (drawnCharts.length !== withResults) problems.push(`${drawnCharts.length} charts for ${withResults} lab tables`);
+  const theme = await page.evaluate(() => document.documentElement.className);
+  if (drawnCharts.length && !/\blight\b/.test(theme)) problems.push(`charts checked in "${theme}", not the light theme`);
+  problems.push(...chartProblems(drawnCharts, 'light'));
+  if (drawnCharts.length) chartPages.push(name);
+  charts += drawnCharts.length;
+
   const drawn = await page.evaluate(readDiagrams);
   for (const figure of drawn) problems.push(...diagramProblems(figure));
   if (drawn.length < (diagramPages[name] ?? 0)) problems.push(`${drawn.length} diagrams, expected at least ${diagramPages[name]}`);
@@ -253,6 +330,9 @@ for (const name of pages) {
   if (name === 'labs/lab2-transpose.html') {
     await page.locator('.kernelbook-lab').first().scrollIntoViewIfNeeded();
     await page.screenshot({ path: path.join(artefacts, 'lab2-transpose.png'), fullPage: true });
+  }
+  if (chartShots[name] && drawnCharts.length) {
+    await page.locator('figure.kernelbook-chart').first().screenshot({ path: path.join(artefacts, `${chartShots[name]}-light.png`) });
   }
   for (const problem of problems) fail(name, problem);
   await page.close();
@@ -320,9 +400,28 @@ for (const name of pages) {
   await page.close();
 }
 
+// Dark themes: every chart is drawn in coal, its text legible and its marks visible; navy and ayu
+// on the pages of Lab 2 and the memory wall.
+for (const theme of ['coal', 'navy', 'ayu']) {
+  const names = theme === 'coal' ? chartPages : chartPages.filter((n) => chartShots[n]);
+  for (const name of names) {
+    const page = await context.newPage();
+    await page.addInitScript((t) => localStorage.setItem('mdbook-theme', t), theme);
+    await page.goto(`${origin}/${name}`, { waitUntil: 'load' });
+    const applied = await page.evaluate((t) => document.documentElement.classList.contains(t), theme);
+    if (!applied) fail(name, `the ${theme} theme did not apply`);
+    for (const problem of chartProblems(await page.evaluate(readCharts), theme)) fail(name, problem);
+    if (theme === 'coal' && chartShots[name]) {
+      await page.locator('figure.kernelbook-chart').first().screenshot({ path: path.join(artefacts, `${chartShots[name]}-coal.png`) });
+    }
+    await page.close();
+  }
+}
+if (chartPages.length < 10) fail('book', `charts on only ${chartPages.length} pages`);
+
 await browser.close();
 server.close();
-console.log(`browser test: ${pages.length} pages, ${diagrams} mermaid diagrams, ${figures} warp-access and bank diagrams, ${formulas} formulas, ${tables} lab sections; artefacts in ${artefacts}`);
+console.log(`browser test: ${pages.length} pages, ${diagrams} mermaid diagrams, ${figures} warp-access and bank diagrams, ${formulas} formulas, ${tables} lab sections, ${charts} charts; artefacts in ${artefacts}`);
 if (failures.length) {
   for (const failure of failures) console.log(`FAIL ${failure}`);
   console.log(`${pages.length - new Set(failures.map((f) => f.split(':')[0])).size} passed, ${new Set(failures.map((f) => f.split(':')[0])).size} failed`);

@@ -1,0 +1,544 @@
+//! Horizontal bars, one per row of the table in its order: the row's figure (GB/s, work rate,
+//! the kernel's count or time) or its speed-up over a baseline row, a whisker over the range of
+//! its stored samples, the ceiling or baseline as a dashed line, peers hatched, and a row
+//! without a result written out as a gap rather than drawn as a zero.
+
+use super::Beside;
+use super::measure::{Metric, Role, Spread, ceiling_words, gap_reason, role, speedup};
+use super::scale::{round, zero_based};
+use super::scene::{
+    CHAR_WIDTH, FOREGROUND, MEASURED, PEER, Paint, Rect, Scene, Swatch, WIDTH, hatch,
+};
+use crate::render::format_sig;
+use kernelbook_core::results::{LabResults, VariantResult};
+use kernelbook_core::spec::LabSpec;
+
+const PAD: f64 = 12.0;
+/// Room right of the axis's end for half its last label.
+const RIGHT: f64 = 28.0;
+/// Where a row's label line sits below the row's top, then its bar.
+const LABEL_BASELINE: f64 = 12.0;
+const BAR_TOP: f64 = 17.0;
+const BAR: f64 = 14.0;
+/// Beside a live run, two thinner bars: this GPU's, then the recorded GPU's.
+const BESIDE_BAR: f64 = 9.0;
+const BESIDE_GAP: f64 = 2.0;
+const ROW_GAP: f64 = 9.0;
+
+/// One bar (or two, beside a live run) of the chart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarRow {
+    pub label: String,
+    pub role: Role,
+    /// The row's figure, or why it has none.
+    pub figure: Result<Spread, String>,
+    /// The same row on the recorded GPU, beside a live run.
+    pub beside: Option<Result<Spread, String>>,
+}
+
+/// The line every bar is read against: the ceiling, or a speed-up's 1×.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    pub value: f64,
+    /// "ceiling: driver memcpy".
+    pub words: String,
+}
+
+/// Everything a bar chart draws.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Bars {
+    pub rows: Vec<BarRow>,
+    /// What the value axis is: "GB/s", "× as fast as transpose_tiled".
+    pub axis_label: String,
+    /// How a figure is written: "3605 GB/s", "2.41×".
+    pub unit: Unit,
+    /// How the figures move when every time doubles ([`Metric::field`]).
+    pub field: &'static str,
+    pub reference: Option<Reference>,
+    /// The two GPUs' names beside a live run: (this one, the recorded one).
+    pub series: Option<(String, String)>,
+}
+
+/// How a bar's figure is written.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unit {
+    /// "3605 GB/s".
+    Suffix(String),
+    /// "2.41×".
+    Times,
+}
+
+impl Unit {
+    fn write(&self, v: f64) -> String {
+        match self {
+            Unit::Suffix(unit) => format!("{} {unit}", format_sig(v)),
+            Unit::Times => format!("{v:.2}×"),
+        }
+    }
+
+    /// The bare figure, where the unit is said once already.
+    fn bare(&self, v: f64) -> String {
+        match self {
+            Unit::Suffix(_) => format_sig(v),
+            Unit::Times => format!("{v:.2}×"),
+        }
+    }
+}
+
+/// The lab's rows in its order, each with `figure` of its result (or why there is none) and,
+/// beside a live run, of the recorded GPU's.
+fn rows(
+    lab: &LabSpec,
+    results: &LabResults,
+    beside: Option<Beside<'_>>,
+    reference: Option<&str>,
+    figure: &dyn Fn(&LabResults, &VariantResult) -> Option<Spread>,
+    metric: &str,
+) -> Vec<BarRow> {
+    let of = |results: &LabResults, name: &str| {
+        let v = results.variant(name);
+        v.and_then(|v| figure(results, v))
+            .ok_or_else(|| gap_reason(v, metric))
+    };
+    lab.variants
+        .iter()
+        .map(|spec| BarRow {
+            label: spec.label().to_string(),
+            role: role(lab, &spec.name, reference),
+            figure: of(results, &spec.name),
+            beside: beside.map(|b| of(b.results, &spec.name)),
+        })
+        .collect()
+}
+
+fn series(results: &LabResults, beside: Option<Beside<'_>>) -> Option<(String, String)> {
+    beside.map(|b| (results.provenance.device.name.clone(), b.name()))
+}
+
+/// One bar per row of the lab's figure ([`Metric::of`]), the ceiling as a dashed line.
+pub fn bar_chart(
+    lab: &LabSpec,
+    results: &LabResults,
+    beside: Option<Beside<'_>>,
+    id: &str,
+) -> (Scene, String) {
+    let metric = Metric::of(results);
+    let label = metric.label();
+    let figure = |_: &LabResults, v: &VariantResult| metric.spread(v);
+    let ceiling = results.ceiling.as_deref();
+    let reference = ceiling.and_then(|name| {
+        let value = metric.spread(results.variant(name)?)?.median;
+        Some(Reference {
+            value,
+            words: ceiling_words(lab.variant(name).map_or(name, |v| v.label())),
+        })
+    });
+    let bars = Bars {
+        rows: rows(lab, results, beside, ceiling, &figure, &label),
+        axis_label: label.clone(),
+        unit: Unit::Suffix(label.clone()),
+        field: metric.field(),
+        reference,
+        series: series(results, beside),
+    };
+    let caption = caption(
+        &bars,
+        &format!("{} of each row of the table", capitalised(&label)),
+    );
+    (draw(&bars, id, "bars"), caption)
+}
+
+/// How many times as fast as the `[chart]`'s baseline each row ran; `None` where the baseline
+/// has no time to compare with.
+pub fn speedup_chart(
+    lab: &LabSpec,
+    results: &LabResults,
+    beside: Option<Beside<'_>>,
+    id: &str,
+) -> Option<(Scene, String)> {
+    let baseline = lab.chart.as_ref()?.baseline.as_deref()?;
+    let base = results.variant(baseline)?;
+    speedup(base, base)?;
+    let base_label = lab.variant(baseline).map_or(baseline, |v| v.label());
+    let figure = |results: &LabResults, v: &VariantResult| speedup(results.variant(baseline)?, v);
+    let bars = Bars {
+        rows: rows(lab, results, beside, Some(baseline), &figure, "time"),
+        axis_label: format!("× as fast as {base_label}"),
+        unit: Unit::Times,
+        field: "speedup",
+        reference: Some(Reference {
+            value: 1.0,
+            words: format!("1×: {base_label}"),
+        }),
+        series: series(results, beside),
+    };
+    let caption = caption(
+        &bars,
+        &format!(
+            "How many times as fast as {base_label} each row ran (its median time over the row's)"
+        ),
+    );
+    Some((draw(&bars, id, "speedup"), caption))
+}
+
+/// The caption: what the bars are, and what each way of drawing them means.
+fn caption(bars: &Bars, what: &str) -> String {
+    let mut parts = vec![format!(
+        "{what}: bars are medians, whiskers span the fastest to the slowest stored sample"
+    )];
+    if let Some(reference) = &bars.reference {
+        parts.push(format!("the dashed line is {}", reference.words));
+    }
+    if bars.rows.iter().any(|r| r.role == Role::Peer) {
+        parts.push("hatched bars are peers (a library's implementation)".into());
+    }
+    if let Some((live, recorded)) = &bars.series {
+        parts.push(format!(
+            "solid bars are {live}, dashed outlines the {recorded}"
+        ));
+    }
+    format!("{}.", parts.join("; "))
+}
+
+/// `text` with its first letter in upper case.
+pub fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
+/// A row's bar paint by its role.
+fn paint(role: Role, id: &str) -> Paint {
+    match role {
+        Role::Own => Paint::filled(MEASURED),
+        Role::Peer => Paint {
+            fill: hatch(id),
+            ..Paint::stroked(PEER, 1.2)
+        },
+        Role::Reference => Paint {
+            fill: FOREGROUND.into(),
+            fill_opacity: 0.2,
+            ..Paint::stroked(FOREGROUND, 1.2)
+        },
+    }
+}
+
+/// The recorded GPU's bar beside a live one: a dashed outline.
+fn recorded_paint() -> Paint {
+    Paint::stroked(MEASURED, 1.4).dashed("3 2")
+}
+
+/// `text` cut to `chars` characters, an ellipsis marking the cut.
+fn fit(text: &str, chars: usize) -> String {
+    if text.chars().count() <= chars {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(chars.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+/// The scene: legend, then each row's label, figure and bar(s), then the value axis.
+pub fn draw(bars: &Bars, id: &str, kind: &str) -> Scene {
+    let top = bars
+        .rows
+        .iter()
+        .flat_map(|r| [&r.figure].into_iter().chain(r.beside.as_ref()))
+        .filter_map(|f| f.as_ref().ok())
+        .map(|s| s.max.max(s.median))
+        .chain(bars.reference.as_ref().map(|r| r.value))
+        .fold(0.0, f64::max);
+    let (scale, ticks) = zero_based(top, PAD, WIDTH - RIGHT);
+    let mut scene = Scene::new(scale.data("x"));
+    let y0 = scene.legend(PAD, 6.0, legend(bars, id)) + 4.0;
+    let bar_height = if bars.series.is_some() {
+        2.0 * BESIDE_BAR + BESIDE_GAP
+    } else {
+        BAR
+    };
+    let row_height = BAR_TOP + bar_height + ROW_GAP;
+    for (i, row) in bars.rows.iter().enumerate() {
+        draw_row(
+            &mut scene,
+            bars,
+            row,
+            y0 + i as f64 * row_height,
+            (&scale, id),
+        );
+    }
+    let end = y0 + bars.rows.len() as f64 * row_height;
+    scene.grid(&ticks, true, (y0, end), end + 14.0);
+    if let Some(reference) = &bars.reference {
+        // Through each row's bars, not its label line.
+        let x = scale.pos(reference.value);
+        let paint = Paint::stroked(FOREGROUND, 1.5).dashed("4 3");
+        for i in 0..bars.rows.len() {
+            let bar_top = y0 + i as f64 * row_height + BAR_TOP;
+            let span = (bar_top - 3.0, bar_top + bar_height + 3.0);
+            scene.line("reference", (x, span.0), (x, span.1), paint.clone());
+        }
+    }
+    scene.line(
+        "axis",
+        (PAD, end),
+        (WIDTH - RIGHT, end),
+        Paint::stroked(FOREGROUND, 1.0),
+    );
+    scene.text("label", (PAD, end + 30.0), "start", bars.axis_label.clone());
+    scene.height = round(end + 38.0);
+    scene.title = match kind {
+        "speedup" => format!("speed-up, {}", bars.axis_label),
+        _ => format!("{} of each row", bars.axis_label),
+    };
+    scene.desc = describe(bars);
+    scene
+}
+
+/// One row: its label and figures on a line, then its bar (or the reason it has none).
+fn draw_row(
+    scene: &mut Scene,
+    bars: &Bars,
+    row: &BarRow,
+    top: f64,
+    (scale, id): (&super::scale::Scale, &str),
+) {
+    scene.text(
+        "row-label",
+        (PAD, top + LABEL_BASELINE),
+        "start",
+        fit(&row.label, 52),
+    );
+    scene.text(
+        "value",
+        (WIDTH - PAD, top + LABEL_BASELINE),
+        "end",
+        figure_words(bars, row),
+    );
+    let series = match &row.beside {
+        Some(beside) => vec![
+            (&row.figure, paint(row.role, id), "live", BESIDE_BAR),
+            (beside, recorded_paint(), "recorded", BESIDE_BAR),
+        ],
+        None => vec![(&row.figure, paint(row.role, id), "measured", BAR)],
+    };
+    let mut y = top + BAR_TOP;
+    for (figure, paint, name, height) in series {
+        match figure {
+            Ok(spread) => {
+                let end = scale.pos(spread.median);
+                scene.rects.push(Rect {
+                    class: "bar",
+                    x: PAD,
+                    y: round(y),
+                    width: round((end - PAD).max(0.0)),
+                    height,
+                    paint,
+                    datum: Some(super::scene::Datum {
+                        value: spread.median,
+                        field: bars.field,
+                        series: name,
+                    }),
+                    tip: Some(format!(
+                        "{}: {} (samples {} – {})",
+                        row.label,
+                        bars.unit.write(spread.median),
+                        bars.unit.bare(spread.min),
+                        bars.unit.bare(spread.max)
+                    )),
+                });
+                let (lo, hi) = (scale.pos(spread.min), scale.pos(spread.max));
+                scene.whisker(true, lo, hi, y + height / 2.0, height / 2.0 - 1.0);
+            }
+            Err(why) => {
+                let chars = ((WIDTH - 2.0 * PAD) / CHAR_WIDTH) as usize;
+                scene.note("gap", (PAD + 4.0, y + height - 2.0), fit(why, chars));
+            }
+        }
+        y += height + BESIDE_GAP;
+    }
+}
+
+/// The figures on a row's label line: "3605 GB/s", or "3605 GB/s · NVIDIA H200, recorded:
+/// 3604" beside a live run; "–" for a row without one.
+fn figure_words(bars: &Bars, row: &BarRow) -> String {
+    let words = |f: &Result<Spread, String>| {
+        f.as_ref()
+            .map_or_else(|_| "–".to_string(), |s| bars.unit.write(s.median))
+    };
+    match (&row.beside, &bars.series) {
+        (Some(beside), Some((_, recorded))) => {
+            format!("{} · {recorded}: {}", words(&row.figure), words(beside))
+        }
+        _ => words(&row.figure),
+    }
+}
+
+fn legend(bars: &Bars, id: &str) -> Vec<(Swatch, String)> {
+    let mut entries = Vec::new();
+    match &bars.series {
+        Some((live, recorded)) => {
+            entries.push((Swatch::Box(paint(Role::Own, id)), live.clone()));
+            entries.push((Swatch::Box(recorded_paint()), recorded.clone()));
+        }
+        None => entries.push((Swatch::Box(paint(Role::Own, id)), "median".into())),
+    }
+    if bars.rows.iter().any(|r| r.role == Role::Peer) {
+        entries.push((Swatch::Box(paint(Role::Peer, id)), "peer".into()));
+    }
+    entries.push((Swatch::Whisker, "min – max of the samples".into()));
+    if let Some(reference) = &bars.reference {
+        let paint = Paint::stroked(FOREGROUND, 1.5).dashed("4 3");
+        entries.push((Swatch::Stroke(paint), reference.words.clone()));
+    }
+    entries
+}
+
+/// Every figure the chart draws, for a screen reader.
+fn describe(bars: &Bars) -> String {
+    bars.rows
+        .iter()
+        .map(|row| {
+            let figure = match &row.figure {
+                Ok(s) => format!(
+                    "{} ({} – {})",
+                    bars.unit.write(s.median),
+                    bars.unit.bare(s.min),
+                    bars.unit.bare(s.max)
+                ),
+                Err(why) => why.clone(),
+            };
+            format!("{}: {figure}", row.label)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spread(median: f64) -> Result<Spread, String> {
+        Ok(Spread {
+            median,
+            min: median * 0.9,
+            max: median * 1.1,
+        })
+    }
+
+    fn ladder() -> Bars {
+        Bars {
+            rows: vec![
+                BarRow {
+                    label: "memcpy".into(),
+                    role: Role::Reference,
+                    figure: spread(4000.0),
+                    beside: None,
+                },
+                BarRow {
+                    label: "naive".into(),
+                    role: Role::Own,
+                    figure: spread(500.0),
+                    beside: None,
+                },
+                BarRow {
+                    label: "torch (peer)".into(),
+                    role: Role::Peer,
+                    figure: Err("not measured here: no torch".into()),
+                    beside: None,
+                },
+            ],
+            axis_label: "GB/s".into(),
+            unit: Unit::Suffix("GB/s".into()),
+            field: "gbs",
+            reference: Some(Reference {
+                value: 4000.0,
+                words: "ceiling: memcpy".into(),
+            }),
+            series: None,
+        }
+    }
+
+    #[test]
+    fn bar_lengths_are_proportional_to_the_figures() {
+        let scene = draw(&ladder(), "chart-t", "bars");
+        let bars: Vec<&Rect> = scene.rects.iter().filter(|r| r.class == "bar").collect();
+        assert_eq!(bars.len(), 2, "the row without a result has no bar");
+        // The axis runs from 0 to 5000 GB/s over 600 units.
+        assert_eq!(scene.axis.to, 5000.0);
+        assert_eq!(bars[0].width, round(4000.0 / 5000.0 * 600.0));
+        assert_eq!(bars[1].width, round(500.0 / 5000.0 * 600.0));
+        assert_eq!(bars[1].datum.as_ref().map(|d| d.value), Some(500.0));
+        // The ceiling is a dashed line at the ceiling bar's end.
+        let line = scene
+            .lines
+            .iter()
+            .find(|l| l.class == "reference")
+            .expect("a line");
+        assert_eq!(line.x1, bars[0].x + bars[0].width);
+        assert!(line.paint.dash.is_some());
+    }
+
+    #[test]
+    fn whiskers_span_the_samples_and_gaps_are_written_out() {
+        let scene = draw(&ladder(), "chart-t", "bars");
+        let naive = &scene
+            .rects
+            .iter()
+            .filter(|r| r.class == "bar")
+            .nth(1)
+            .expect("bar");
+        let y = naive.y + naive.height / 2.0;
+        let whisker = scene
+            .lines
+            .iter()
+            .find(|l| l.class == "whisker" && l.y1 == y && l.y2 == y)
+            .expect("a whisker through the bar");
+        assert_eq!(whisker.x1, round(PAD + 450.0 / 5000.0 * 600.0));
+        assert_eq!(whisker.x2, round(PAD + 550.0 / 5000.0 * 600.0));
+        let gap = scene.texts.iter().find(|t| t.class == "gap").expect("gap");
+        assert_eq!(gap.text, "not measured here: no torch");
+        assert!(gap.italic);
+        assert!(scene.desc.contains("torch (peer): not measured here"));
+    }
+
+    #[test]
+    fn peers_are_hatched_and_the_reference_is_outlined() {
+        let id = "chart-t";
+        assert_eq!(paint(Role::Peer, id).fill, "url(#chart-t-hatch)");
+        assert_eq!(paint(Role::Reference, id).stroke, FOREGROUND);
+        let caption = caption(&ladder(), "GB/s of each row");
+        assert!(
+            caption.contains("the dashed line is ceiling: memcpy"),
+            "{caption}"
+        );
+        assert!(caption.contains("hatched bars are peers"), "{caption}");
+    }
+
+    #[test]
+    fn beside_a_live_run_each_row_has_two_bars() {
+        let mut bars = ladder();
+        bars.series = Some(("RTX".into(), "NVIDIA H200, recorded".into()));
+        for row in &mut bars.rows {
+            row.beside = Some(spread(3000.0));
+        }
+        let scene = draw(&bars, "chart-t", "bars");
+        let series: Vec<&str> = scene
+            .rects
+            .iter()
+            .filter_map(|r| r.datum.as_ref().map(|d| d.series))
+            .collect();
+        assert_eq!(series, ["live", "recorded", "live", "recorded", "recorded"]);
+        let value = scene
+            .texts
+            .iter()
+            .find(|t| t.class == "value")
+            .expect("value");
+        assert_eq!(value.text, "4000 GB/s · NVIDIA H200, recorded: 3000 GB/s");
+    }
+
+    #[test]
+    fn long_labels_are_cut() {
+        assert_eq!(fit("abcdef", 4), "abc…");
+        assert_eq!(fit("abc", 4), "abc");
+    }
+}
