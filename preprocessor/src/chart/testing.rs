@@ -53,6 +53,8 @@ pub fn results(lab: &str, ceiling: Option<&str>, variants: Vec<VariantResult>) -
                 max_threads_per_sm: 2048,
                 max_shared_bytes_per_block: 1,
                 warp_size: 32,
+                registers_per_sm: None,
+                shared_bytes_per_sm: None,
             },
             driver_version: "13.0".into(),
             compiler_version: "NVRTC 13.0".into(),
