@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:390 (sha256 f3078bd5a902aae7). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:404 (sha256 0a712f765725a865). Edit the book, not this file.
 import numpy as np
 
 def smem_stride_reads_ref(words, blocks, reps, stride):
