@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:240 (sha256 b89b46e7da98a77d). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:242 (sha256 26cc0f1eeb364f8f). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 16
 
