@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:239 (sha256 27f298805f807823). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:242 (sha256 f86ed606df9afd49). Edit the book, not this file.
 # cuBLAS SGEMM through PyTorch: x^T · I is an n × n × n matrix multiply whose exact result is
 # x^T, which is what the book's Python harness checks, bit for bit.
 import torch

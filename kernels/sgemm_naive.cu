@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:67 (sha256 c5b5264b834984ed). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:69 (sha256 62ef1abdb5beebf5). Edit the book, not this file.
 // C = A · B for n × n row-major matrices: one thread per element of C.
 extern "C" __global__ void sgemm_naive(float *__restrict__ c, const float *__restrict__ a,
                                        const float *__restrict__ b, int n) {

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:101 (sha256 b15b6f1757069668). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:103 (sha256 e4b128869c77ed8e). Edit the book, not this file.
 // C = A · B through TILE × TILE tiles of A and B in shared memory: each element a block loads
 // serves TILE of its outputs. n must be a multiple of TILE.
 #ifndef TILE
