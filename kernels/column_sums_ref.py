@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:255 (sha256 885dad5f406cde23). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:283 (sha256 902070b59ff054fa). Edit the book, not this file.
 import numpy as np
 
 def column_sums_ref(matrix, n):

@@ -58,10 +58,10 @@ const fail = (page, message) => failures.push(`${page}: ${message}`);
 
 // The pages whose chapters place warp-access or bank diagrams, and how many figures each has at
 // least (issue #16: coalescing, drill 1, the naive transpose and the 64-wide tile, banks, the
-// practice problems, drill 2).
+// practice problems, drill 2; issue #20: the stride sweep and the XOR swizzle).
 const diagramPages = {
   'hierarchy/coalescing.html': 3,
-  'hierarchy/shared-memory.html': 4,
+  'hierarchy/shared-memory.html': 6,
   'exercises/practice-problems.html': 3,
   'exercises/drill-coalesce.html': 2,
   'exercises/drill-bank-conflict.html': 4,
