@@ -365,7 +365,7 @@ pub enum Fill {
 }
 
 /// Operations the runner provides itself, as peers of the course's kernels. Each takes
-/// `args = [dst, src]`.
+/// `args = [dst, src]`, but `library_sgemm`, which takes `args = [c, a, b, m, n, k]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Builtin {
@@ -376,6 +376,9 @@ pub enum Builtin {
     LibraryTranspose,
     /// PyTorch's `x.t().contiguous()`, where a `python3` with torch is found; likewise.
     TorchTranspose,
+    /// The vendor BLAS's fp32 matrix product (cuBLAS `sgemm`, no TF32): row-major `c = a · b`
+    /// with `a` of `m × k` and `b` of `k × n` floats.
+    LibrarySgemm,
     /// The `transpose(x)` of a Python block of the book (`script = "NAME"`, a ` ```python
     /// kernel=NAME ` block: a Triton kernel and its launcher), run like the PyTorch peer.
     PythonTranspose,
@@ -397,6 +400,7 @@ impl Builtin {
             Builtin::Memcpy => "memcpy",
             Builtin::LibraryTranspose => "library_transpose",
             Builtin::TorchTranspose => "torch_transpose",
+            Builtin::LibrarySgemm => "library_sgemm",
             Builtin::PythonTranspose => "python_transpose",
             Builtin::HostToDevicePageable => "host_to_device_pageable",
             Builtin::HostToDevicePinned => "host_to_device_pinned",
@@ -414,7 +418,10 @@ impl Builtin {
     pub fn is_copy(self) -> bool {
         !matches!(
             self,
-            Builtin::LibraryTranspose | Builtin::TorchTranspose | Builtin::PythonTranspose
+            Builtin::LibraryTranspose
+                | Builtin::TorchTranspose
+                | Builtin::PythonTranspose
+                | Builtin::LibrarySgemm
         )
     }
 }
@@ -1234,6 +1241,9 @@ impl LabSpec {
     /// A builtin takes `args = [dst, src]`, two buffers, and the check that fits it: a copy's
     /// check for a copy, a transpose check (which gives the shape) for a transpose.
     fn validate_builtin(&self, variant: &VariantSpec, builtin: Builtin) -> Result<(), LabError> {
+        if builtin == Builtin::LibrarySgemm {
+            return self.validate_sgemm(variant);
+        }
         let buffers: Vec<_> = variant
             .args
             .iter()
@@ -1280,6 +1290,26 @@ impl LabSpec {
             ));
         }
         Ok(())
+    }
+
+    /// `library_sgemm` takes three buffers and three sizes, `args = [c, a, b, m, n, k]`; its check
+    /// is any that compares `c` (a NumPy matrix product, or another variant).
+    fn validate_sgemm(&self, variant: &VariantSpec) -> Result<(), LabError> {
+        let is_buffer = |arg: &String| self.buffer(arg).is_some();
+        let fits = variant.args.len() == 6
+            && variant.args[..3].iter().all(is_buffer)
+            && !variant.args[3..].iter().any(is_buffer);
+        if !fits {
+            return Err(self.variant_error(
+                variant,
+                format!(
+                    "builtin library_sgemm (variant `{}`) takes `args = [c, a, b, m, n, k]`: three \
+                     buffers, then the sizes of c = a · b (a is m × k, b is k × n)",
+                    variant.name
+                ),
+            ));
+        }
+        self.validate_args(&variant.args[3..], &self.env(Some(variant)))
     }
 
     /// The `setup` and `then` launches are valid, and only a kernel variant has them.

@@ -150,6 +150,9 @@ mod tests {
         set(&mut results, "copy_bulk");
         assert!(all_verified(&lab, &results), "copy_bulk requires sm_90");
         set(&mut results, "copy_float4");
-        assert!(!all_verified(&lab, &results), "copy_float4 requires nothing");
+        assert!(
+            !all_verified(&lab, &results),
+            "copy_float4 requires nothing"
+        );
     }
 }

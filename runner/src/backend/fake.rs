@@ -143,6 +143,9 @@ impl Device for FakeDevice {
     fn transpose_library(&mut self) -> Result<String, DeviceError> {
         Ok("fake BLAS".into())
     }
+    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
+        Ok("fake BLAS sgemm".into())
+    }
     fn stage_host(&mut self, _pinned: bool, data: &[u8]) -> Result<(), DeviceError> {
         self.host = data.to_vec();
         Ok(())
@@ -178,6 +181,10 @@ impl Device for FakeDevice {
             } => {
                 let data = self.buffers[src.0].clone();
                 self.buffers[dst.0] = crate::references::transpose::transpose(&data, rows, cols, 4);
+            }
+            Op::Gemm { c, a, b, m, n, k } => {
+                let product = matmul(&self.buffers[a.0], &self.buffers[b.0], [m, n, k]);
+                self.buffers[c.0][..product.len()].copy_from_slice(&product);
             }
             Op::Copy { dst, src, bytes } => {
                 let data = self.buffers[src.0][..bytes].to_vec();
@@ -236,6 +243,27 @@ impl Device for FakeDevice {
     fn synchronize(&mut self) -> Result<(), DeviceError> {
         Ok(())
     }
+}
+
+/// Row-major f32 `a · b` (`m × k` by `k × n`) as little-endian bytes, summed in k's order.
+fn matmul(a: &[u8], b: &[u8], [m, n, k]: [usize; 3]) -> Vec<u8> {
+    let at = |bytes: &[u8], i: usize| {
+        f32::from_le_bytes([
+            bytes[4 * i],
+            bytes[4 * i + 1],
+            bytes[4 * i + 2],
+            bytes[4 * i + 3],
+        ])
+    };
+    (0..m * n)
+        .flat_map(|cell| {
+            let (row, col) = (cell / n, cell % n);
+            let sum: f32 = (0..k)
+                .map(|i| at(a, row * k + i) * at(b, i * n + col))
+                .sum();
+            sum.to_le_bytes()
+        })
+        .collect()
 }
 
 /// Compiles anything, except sources containing `#error`, which it rejects with that line.

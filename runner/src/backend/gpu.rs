@@ -209,6 +209,25 @@ pub trait Vendor {
     fn transpose_library(&mut self) -> Result<String, DeviceError> {
         Err(no_library_transpose())
     }
+    /// The vendor library behind [`Op::Gemm`] (see [`Device::sgemm_library`]).
+    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
+        Err(no_library("sgemm", "matrix product"))
+    }
+    /// Queues the library's row-major fp32 `c = a · b` (see [`Op::Gemm`]); the sizes have been
+    /// checked against the buffers.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm(
+        &mut self,
+        c: &mut Self::Buffer,
+        a: &Self::Buffer,
+        b: &Self::Buffer,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<(), DeviceError> {
+        let _ = (c, a, b, m, n, k);
+        Err(no_library("sgemm", "matrix product"))
+    }
     /// See [`Device::start_loading_transpose_library`].
     fn start_loading_transpose_library(&self) {}
     /// Queues the library transpose of a row-major `rows × cols` f32 matrix.
@@ -227,6 +246,14 @@ pub trait Vendor {
         let _ = info;
         None
     }
+}
+
+fn no_library(operation: &'static str, what: &str) -> DeviceError {
+    DeviceError::of_kind(
+        DeviceErrorKind::Unavailable,
+        operation,
+        format!("this backend has no library {what}"),
+    )
 }
 
 fn no_library_transpose() -> DeviceError {
@@ -316,6 +343,39 @@ impl<V: Vendor> GpuDevice<V> {
             return Ok(());
         }
         self.vendor.copy_device("copy", dst, src, bytes)
+    }
+
+    /// `c = a · b` by the vendor library, `[c, a, b]` three distinct buffers large enough for
+    /// their `[m, n, k]` matrices.
+    fn gemm(&mut self, [c, a, b]: [BufferId; 3], [m, n, k]: [usize; 3]) -> Result<(), DeviceError> {
+        const OPERATION: &str = "sgemm";
+        let floats = |rows: usize, cols: usize| rows.checked_mul(cols)?.checked_mul(4);
+        let needs = [(a, floats(m, k)), (b, floats(k, n)), (c, floats(m, n))];
+        for (id, bytes) in needs {
+            let have = buffer(OPERATION, &self.buffers, id)?.len();
+            if bytes.is_none_or(|bytes| bytes > have) {
+                return Err(DeviceError::invalid(
+                    OPERATION,
+                    format!("an {m} × {n} × {k} product does not fit a buffer of {have} bytes"),
+                ));
+            }
+        }
+        if a == c || b == c {
+            return Err(DeviceError::invalid(OPERATION, "c must not be a or b"));
+        }
+        // `c` borrowed mutably beside the others: the table split around it.
+        let (before, rest) = self.buffers.split_at_mut(c.0);
+        let (out, after) = rest
+            .split_first_mut()
+            .ok_or_else(|| DeviceError::invalid(OPERATION, "no such buffer"))?;
+        let input = |id: BufferId| match id.0.cmp(&c.0) {
+            std::cmp::Ordering::Less => before.get(id.0),
+            _ => after.get(id.0 - c.0 - 1),
+        };
+        match (input(a), input(b)) {
+            (Some(a), Some(b)) => self.vendor.gemm(out, a, b, m, n, k),
+            _ => Err(DeviceError::invalid(OPERATION, "no such buffer")),
+        }
     }
 
     fn transpose(
@@ -585,6 +645,10 @@ impl<V: Vendor> Device for GpuDevice<V> {
         self.vendor.start_loading_transpose_library();
     }
 
+    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
+        self.vendor.sgemm_library()
+    }
+
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
         match *op {
             Op::Launch {
@@ -599,6 +663,7 @@ impl<V: Vendor> Device for GpuDevice<V> {
                 rows,
                 cols,
             } => self.transpose(dst, src, rows, cols),
+            Op::Gemm { c, a, b, m, n, k } => self.gemm([c, a, b], [m, n, k]),
             Op::HostToDevice { dst, bytes, pinned } => self.host_to_device(dst, bytes, pinned),
             Op::DeviceToHost { src, bytes, pinned } => self.device_to_host(src, bytes, pinned),
             Op::Sequence(ops) => ops.iter().try_for_each(|op| self.run(op)),

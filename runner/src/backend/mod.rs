@@ -88,6 +88,16 @@ pub enum Op<'a> {
         rows: usize,
         cols: usize,
     },
+    /// The vendor library's row-major fp32 matrix product `c = a · b` (`a` of `m × k`, `b` of
+    /// `k × n` floats): cuBLAS `sgemm` on NVIDIA, without TF32.
+    Gemm {
+        c: BufferId,
+        a: BufferId,
+        b: BufferId,
+        m: usize,
+        n: usize,
+        k: usize,
+    },
     /// A copy from the host staging buffer ([`Device::stage_host`]) into `dst`: page-locked
     /// (`pinned`) or ordinary pageable memory.
     HostToDevice {
@@ -203,6 +213,9 @@ pub trait Device {
     /// none on this machine (an error of kind [`DeviceErrorKind::Unavailable`] where the
     /// library is missing; its `message` is the reason to show).
     fn transpose_library(&mut self) -> Result<String, DeviceError>;
+    /// The vendor library behind [`Op::Gemm`] (e.g. "cuBLAS 13.1 sgemm"), or why there is none,
+    /// as for [`Device::transpose_library`].
+    fn sgemm_library(&mut self) -> Result<String, DeviceError>;
     /// Starts loading the library behind [`Op::Transpose`] on another thread, if it is one
     /// to load, so that a lab's first library transpose does not wait for it. Touches files
     /// only, not the GPU.

@@ -83,7 +83,7 @@ pub fn run(
         .collect();
     if selected
         .iter()
-        .any(|(_, v, _)| matches!(v.op, OpPlan::LibraryTranspose(_)))
+        .any(|(_, v, _)| matches!(v.op, OpPlan::LibraryTranspose(_) | OpPlan::LibrarySgemm(_)))
     {
         device.start_loading_transpose_library();
     }

@@ -590,3 +590,81 @@ fn an_older_gpu_says_what_the_variant_needs_and_compiles_nothing_for_it() {
     let good = results.variant("good").expect("the row");
     assert!(matches!(good.outcome, Outcome::Measured { .. }));
 }
+
+/// `c = a · b` for 8 × 8 floats by a stand-in kernel written here, element by element.
+fn host_matmul(buffers: &mut [Vec<u8>], args: &[crate::backend::KernelArg]) -> Result<(), String> {
+    let index = |i: usize| match args.get(i) {
+        Some(crate::backend::KernelArg::Buffer(id)) => Ok(id.0),
+        _ => Err(format!("argument {i} is not a buffer")),
+    };
+    let (c, a, b) = (index(0)?, index(1)?, index(2)?);
+    let float = |buffer: &[u8], i: usize| {
+        f32::from_le_bytes(buffer[4 * i..4 * i + 4].try_into().expect("four bytes"))
+    };
+    for row in 0..8 {
+        for col in 0..8 {
+            let mut sum = 0.0f32;
+            for i in 0..8 {
+                sum += float(&buffers[a], row * 8 + i) * float(&buffers[b], i * 8 + col);
+            }
+            buffers[c][4 * (row * 8 + col)..][..4].copy_from_slice(&sum.to_le_bytes());
+        }
+    }
+    Ok(())
+}
+
+const SGEMM_LAB: &str = r#"
+name = "mm"
+title = "MM"
+bytes = "3 * n * n * 4"
+[params]
+n = 8
+[[buffers]]
+name = "a"
+len = "n * n"
+fill = "random"
+[[buffers]]
+name = "b"
+len = "n * n"
+fill = "random"
+[[buffers]]
+name = "c"
+len = "n * n"
+fill = "poison"
+[check]
+against = "host"
+output = "c"
+compare = { rtol = 1e-5, atol = 1e-5 }
+[[variants]]
+name = "host"
+kernel = "matmul"
+grid = [1]
+block = [64]
+args = ["c", "a", "b"]
+[[variants]]
+name = "blas"
+builtin = "library_sgemm"
+args = ["c", "a", "b", "n", "n", "n"]
+"#;
+
+#[test]
+fn the_library_product_is_checked_like_a_kernel() {
+    let mut device = FakeDevice::new();
+    device.define("matmul", host_matmul);
+    let plan = plan(SGEMM_LAB, &BTreeMap::from([kernel("matmul", "ok")]));
+    let results = measure(&mut device, &plan, 42).results;
+    let blas = results.variant("blas").expect("the row");
+    assert!(
+        matches!(blas.outcome, Outcome::Measured { .. }),
+        "{:?}",
+        blas.outcome
+    );
+    assert_eq!(blas.implementation.as_deref(), Some("fake BLAS sgemm"));
+    let wrong_size = SGEMM_LAB.replace(r#""n", "n", "n"]"#, r#""n", "n", "2 * n"]"#);
+    let lab = LabSpec::parse(&wrong_size, Path::new("mm.toml")).expect("lab");
+    let target = Target::of(FakeDevice::new().info());
+    let kernels = BTreeMap::from([kernel("matmul", "ok")]);
+    let err = crate::plan::compile(&lab, &kernels, &target, &Measurement::default())
+        .expect_err("a is 8 × 8, not 8 × 16");
+    assert!(err.message.contains("must hold 128 f32 elements"), "{err}");
+}

@@ -75,6 +75,14 @@ pub enum Step {
         rows: usize,
         cols: usize,
     },
+    Gemm {
+        c: BufferId,
+        a: BufferId,
+        b: BufferId,
+        m: usize,
+        n: usize,
+        k: usize,
+    },
     HostToDevice {
         dst: BufferId,
         bytes: usize,
@@ -114,6 +122,14 @@ impl Step {
                 src: *src,
                 rows: *rows,
                 cols: *cols,
+            },
+            Step::Gemm { c, a, b, m, n, k } => Op::Gemm {
+                c: *c,
+                a: *a,
+                b: *b,
+                m: *m,
+                n: *n,
+                k: *k,
             },
             Step::HostToDevice { dst, bytes, pinned } => Op::HostToDevice {
                 dst: *dst,
@@ -227,6 +243,7 @@ pub fn on_device(op: &OpPlan) -> Option<&dyn VariantOp> {
         OpPlan::DeviceCopy(op) => Some(op),
         OpPlan::HostCopy(op) => Some(op),
         OpPlan::LibraryTranspose(op) => Some(op),
+        OpPlan::LibrarySgemm(op) => Some(op),
         OpPlan::Python(_) => None,
     }
 }

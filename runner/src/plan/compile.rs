@@ -2,16 +2,17 @@
 //! problem found, at the lab file's line.
 
 use super::{
-    ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, HostCopyOp, KernelBuild,
-    KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, ReferencePlan, Target, TensorMapPlan,
-    TimingPlan, TransposeOp, VariantPlan,
+    ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, GemmOp, HostCopyOp,
+    KernelBuild, KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, ReferencePlan, Target,
+    TensorMapPlan, TimingPlan, TransposeOp, VariantPlan,
 };
 use crate::references::{self, Comparison};
 use kernelbook_core::expr::{Expr, Params};
 use kernelbook_core::results::Work;
 use kernelbook_core::spec::{
-    ArgSpec, ArgValue, Builtin, BuiltinCheck, BytesMoved, CheckKind, CheckSpec, DeviceParams, Fill,
-    LabError, LabSpec, LaunchSpec, PythonCheck, ScalarType, VariantSpec, compile_flags,
+    ArgSpec, ArgValue, Builtin, BuiltinCheck, BytesMoved, CheckKind, CheckSpec, DeviceParams,
+    ElemType, Fill, LabError, LabSpec, LaunchSpec, PythonCheck, ScalarType, VariantSpec,
+    compile_flags,
 };
 use kernelbook_core::stats::StoppingRule;
 use kernelbook_core::{KernelSource, Language};
@@ -426,6 +427,9 @@ impl PlanCompiler<'_> {
         let (Some(builtin), None) = (variant.builtin, &variant.kernel) else {
             return self.kernel_op(variant, env).map(OpPlan::Kernel);
         };
+        if builtin == Builtin::LibrarySgemm {
+            return self.gemm(variant, buffers, env).map(OpPlan::LibrarySgemm);
+        }
         let [dst, src] = match variant.args.as_slice() {
             [dst, src] => [
                 self.buffer_index(dst, &here)?,
@@ -469,6 +473,7 @@ impl PlanCompiler<'_> {
             Builtin::HostToDevicePinned => host(Direction::HostToDevice, true),
             Builtin::DeviceToHostPageable => host(Direction::DeviceToHost, false),
             Builtin::DeviceToHostPinned => host(Direction::DeviceToHost, true),
+            Builtin::LibrarySgemm => self.gemm(variant, buffers, env).map(OpPlan::LibrarySgemm),
             Builtin::LibraryTranspose => {
                 let (rows, cols) = self.transpose_shape(check, &here, env)?;
                 Ok(OpPlan::LibraryTranspose(TransposeOp {
@@ -487,6 +492,50 @@ impl PlanCompiler<'_> {
                 Ok(OpPlan::Python(PythonOp { rows, cols, script }))
             }
         }
+    }
+
+    /// `args = [c, a, b, m, n, k]`, evaluated, with each buffer holding its matrix.
+    fn gemm(
+        &self,
+        variant: &VariantSpec,
+        buffers: &[BufferPlan],
+        env: &Params,
+    ) -> Result<GemmOp, LabError> {
+        let here = variant.anchor();
+        let [c, a, b, m, n, k] = variant.args.as_slice() else {
+            return Err(self
+                .lab
+                .variant_error(variant, "library_sgemm takes `args = [c, a, b, m, n, k]`"));
+        };
+        let size = |text: &String| -> Result<usize, LabError> {
+            self.eval_into(&Expr::new(text.as_str()), "library_sgemm size", env)
+        };
+        let op = GemmOp {
+            c: self.buffer_index(c, &here)?,
+            a: self.buffer_index(a, &here)?,
+            b: self.buffer_index(b, &here)?,
+            m: size(m)?,
+            n: size(n)?,
+            k: size(k)?,
+        };
+        let needs = [
+            (op.c, op.m * op.n),
+            (op.a, op.m * op.k),
+            (op.b, op.k * op.n),
+        ];
+        for (index, floats) in needs {
+            let buffer = &buffers[index];
+            if buffer.elem != ElemType::F32 || buffer.len < floats {
+                return Err(self.lab.variant_error(
+                    variant,
+                    format!(
+                        "library_sgemm: buffer `{}` must hold {floats} f32 elements; it has {} {:?}",
+                        buffer.name, buffer.len, buffer.elem
+                    ),
+                ));
+            }
+        }
+        Ok(op)
     }
 
     fn transpose_shape(

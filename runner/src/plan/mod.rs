@@ -239,6 +239,8 @@ pub enum OpPlan {
     HostCopy(HostCopyOp),
     /// The vendor library's transpose (cuBLAS `geam`).
     LibraryTranspose(TransposeOp),
+    /// The vendor library's fp32 matrix product (cuBLAS `sgemm`).
+    LibrarySgemm(GemmOp),
     /// A row measured by the Python process: PyTorch's transpose, or a Python block of the book.
     Python(PythonOp),
 }
@@ -311,6 +313,18 @@ pub struct HostCopyOp {
     pub dst: usize,
     pub src: usize,
     pub bytes: usize,
+}
+
+/// A row-major fp32 matrix product `c = a · b`, `a` of `m × k` and `b` of `k × n` floats
+/// (indices into [`LabPlan::buffers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GemmOp {
+    pub c: usize,
+    pub a: usize,
+    pub b: usize,
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
 }
 
 /// A row-major `rows × cols` f32 transpose of `src` into `dst`.

@@ -80,14 +80,72 @@ impl Cublas {
 
     /// e.g. "cuBLAS 13.0 geam".
     pub(super) fn name(&self) -> String {
+        format!("{} geam", self.version())
+    }
+
+    /// e.g. "cuBLAS 13.1".
+    pub(super) fn version(&self) -> String {
         let mut version: c_int = 0;
         // SAFETY: a live handle; cuBLAS writes one int through a pointer to a local.
         let _ = unsafe { cublas_sys::cublasGetVersion_v2(self.handle, &mut version) };
-        format!(
-            "cuBLAS {}.{} geam",
-            version / 10000,
-            (version % 10000) / 100
-        )
+        format!("cuBLAS {}.{}", version / 10000, (version % 10000) / 100)
+    }
+
+    /// Queues the row-major fp32 product `c = a · b`, `a` of `m × k` and `b` of `k × n` floats,
+    /// in cuBLAS's default math mode (true fp32: no TF32 unless the handle's math mode or
+    /// NVIDIA_TF32_OVERRIDE asks for it, and neither is set here).
+    pub(super) fn sgemm(
+        &self,
+        c: &mut CudaSlice<u8>,
+        a: &CudaSlice<u8>,
+        b: &CudaSlice<u8>,
+        [m, n, k]: [usize; 3],
+    ) -> Result<(), DeviceError> {
+        const OPERATION: &str = "cuBLAS sgemm";
+        let fits = |buffer: &CudaSlice<u8>, rows: usize, cols: usize| {
+            rows.checked_mul(cols)
+                .and_then(|floats| floats.checked_mul(4))
+                .is_some_and(|bytes| bytes <= buffer.len())
+        };
+        if !(fits(a, m, k) && fits(b, k, n) && fits(c, m, n)) {
+            return Err(DeviceError::invalid(
+                OPERATION,
+                format!("an {m} × {n} × {k} product does not fit the buffers"),
+            ));
+        }
+        let dim = |v: usize| {
+            c_int::try_from(v)
+                .map_err(|_| DeviceError::invalid(OPERATION, format!("{v} does not fit an int")))
+        };
+        let (m, n, k) = (dim(m)?, dim(n)?, dim(k)?);
+        let (a_ptr, _a_sync) = a.device_ptr(&self.stream);
+        let (b_ptr, _b_sync) = b.device_ptr(&self.stream);
+        let (c_ptr, _c_sync) = c.device_ptr_mut(&self.stream);
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ: cuBLAS sees B (n × k, ld n) times
+        // A (k × m, ld k) into C (n × m, ld n), none transposed.
+        // SAFETY: the three pointers are live allocations holding their matrices (checked
+        // above), on the stream the handle is bound to; alpha and beta are host locals.
+        unsafe {
+            cublas_sys::cublasSgemm_v2(
+                self.handle,
+                cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+                cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                &alpha,
+                b_ptr as *const f32,
+                n,
+                a_ptr as *const f32,
+                k,
+                &beta,
+                c_ptr as *mut f32,
+                n,
+            )
+        }
+        .result()
+        .map_err(|e| error(OPERATION, "", e))
     }
 
     /// Queues the transpose of the row-major `rows × cols` f32 matrix in `src` into `dst`.

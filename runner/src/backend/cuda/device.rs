@@ -436,6 +436,32 @@ impl Vendor for Cuda {
         Ok(self.cublas.get(&self.ctx, &self.stream)?.name())
     }
 
+    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
+        Ok(format!(
+            "{} sgemm",
+            self.cublas.get(&self.ctx, &self.stream)?.version()
+        ))
+    }
+
+    fn gemm(
+        &mut self,
+        c: &mut CudaSlice<u8>,
+        a: &CudaSlice<u8>,
+        b: &CudaSlice<u8>,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<(), DeviceError> {
+        let cublas = self
+            .cublas
+            .get(&self.ctx, &self.stream)
+            .map_err(|why| DeviceError {
+                operation: "cuBLAS sgemm",
+                ..why
+            })?;
+        cublas.sgemm(c, a, b, [m, n, k])
+    }
+
     fn start_loading_transpose_library(&self) {
         if !self.cublas.is_loaded() {
             cublas::start_loading();

@@ -146,6 +146,35 @@ impl Vendor for Recorder {
     fn flush_bytes(&self, l2_bytes: u64) -> u64 {
         l2_bytes * 2
     }
+    fn gemm(
+        &mut self,
+        c: &mut Bytes,
+        a: &Bytes,
+        b: &Bytes,
+        m: usize,
+        n: usize,
+        k: usize,
+    ) -> Result<(), DeviceError> {
+        self.note(format!(
+            "gemm {m}x{n}x{k} into {} from {} and {} bytes",
+            c.0.len(),
+            a.0.len(),
+            b.0.len()
+        ));
+        Ok(())
+    }
+    fn encode_tensor_map(
+        &self,
+        buffer: &Bytes,
+        request: &TensorMapRequest<'_>,
+    ) -> Result<TensorMapBytes, DeviceError> {
+        self.note(format!(
+            "tensor map over {} bytes, dims {:?}",
+            buffer.0.len(),
+            request.dims
+        ));
+        Ok(TensorMapBytes([7; crate::backend::TENSOR_MAP_BYTES]))
+    }
 }
 
 fn info() -> DeviceInfo {
@@ -401,4 +430,77 @@ fn pairs_of_distinct_buffers() {
     assert_eq!(pair, Some((11, 20)));
     assert!(pair_mut(&mut v, 1, 1).is_none());
     assert!(pair_mut(&mut v, 0, 3).is_none());
+}
+
+#[test]
+fn a_library_product_reaches_the_vendor_only_with_matrices_that_fit() -> Result<(), DeviceError> {
+    let mut gpu = device();
+    let (c, a, b) = (gpu.alloc(4 * 6)?, gpu.alloc(4 * 8)?, gpu.alloc(4 * 12)?);
+    calls(&gpu);
+    // c (2 × 3) = a (2 × 4) · b (4 × 3)
+    gpu.run(&Op::Gemm {
+        c,
+        a,
+        b,
+        m: 2,
+        n: 3,
+        k: 4,
+    })?;
+    assert_eq!(calls(&gpu), ["gemm 2x3x4 into 24 from 32 and 48 bytes"]);
+    let too_big = gpu.run(&Op::Gemm {
+        c,
+        a,
+        b,
+        m: 3,
+        n: 3,
+        k: 4,
+    });
+    assert_eq!(too_big.map_err(|e| e.kind), Err(DeviceErrorKind::Invalid));
+    let in_place = gpu.run(&Op::Gemm {
+        c: a,
+        a,
+        b,
+        m: 1,
+        n: 1,
+        k: 1,
+    });
+    assert_eq!(in_place.map_err(|e| e.kind), Err(DeviceErrorKind::Invalid));
+    // a · a, both operands one buffer, is allowed.
+    gpu.run(&Op::Gemm {
+        c,
+        a: b,
+        b,
+        m: 1,
+        n: 1,
+        k: 1,
+    })?;
+    assert_eq!(calls(&gpu), ["gemm 1x1x1 into 24 from 48 and 48 bytes"]);
+    Ok(())
+}
+
+#[test]
+fn a_tensor_map_must_lie_inside_its_buffer_and_is_passed_by_value() -> Result<(), DeviceError> {
+    let mut gpu = device();
+    let buffer = gpu.alloc(64 * 4)?;
+    calls(&gpu);
+    let request = |dims: &'static [u64], strides: &'static [u64]| TensorMapRequest {
+        buffer,
+        elem: kernelbook_core::spec::ElemType::F32,
+        dims,
+        strides,
+        box_dims: &[8, 8],
+        swizzle: kernelbook_core::spec::Swizzle::None,
+    };
+    let map = gpu.tensor_map(&request(&[8, 8], &[32]))?;
+    assert_eq!(calls(&gpu), ["tensor map over 256 bytes, dims [8, 8]"]);
+    // 8 rows of 8 floats with a 64-byte stride end at 7 × 64 + 32 bytes: past the buffer.
+    let outside = gpu.tensor_map(&request(&[8, 8], &[64]));
+    assert_eq!(outside.map_err(|e| e.kind), Err(DeviceErrorKind::Invalid));
+    assert!(calls(&gpu).is_empty(), "the vendor never saw it");
+    assert_eq!(
+        super::resolve(&gpu.buffers, &gpu.tensor_maps, &KernelArg::TensorMap(map))
+            .map(|arg| matches!(arg, LaunchArg::TensorMap(bytes) if bytes.0[0] == 7)),
+        Ok(true)
+    );
+    Ok(())
 }
