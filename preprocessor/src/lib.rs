@@ -17,9 +17,11 @@
 
 pub mod diagram;
 pub mod figures;
+pub mod gpus;
 pub mod include;
 pub mod plot;
 pub mod preprocessor;
+pub mod recorded;
 pub mod render;
 pub mod scan;
 pub mod tangle;

@@ -4,6 +4,7 @@ pub mod build;
 pub mod check;
 pub mod compile;
 pub mod diagrams;
+pub mod export;
 pub mod info;
 pub mod list;
 pub mod profile;
