@@ -7,6 +7,7 @@ mod output;
 mod progress;
 mod project;
 mod serve;
+mod slurm;
 mod staging;
 mod table;
 
@@ -62,6 +63,11 @@ enum Command {
     Info,
     /// Write the recordings in nvbench's JSON layout (for nvbench-compare) or as CSV.
     Export(cmd::export::Args),
+    /// Record every lab on a Slurm cluster's GPUs (a job array) and build the book with the
+    /// "GPUs compared" chapter from them (a job after it).
+    Slurm(cmd::slurm::Args),
+    /// Gather recordings folders (a folder per GPU each) into one.
+    Merge(cmd::merge::Args),
 }
 
 fn main() -> ExitCode {
@@ -113,6 +119,8 @@ fn main() -> ExitCode {
         Command::List => cmd::list::run(&ctx),
         Command::Info => cmd::info::run(&ctx),
         Command::Export(args) => cmd::export::run(&ctx, args),
+        Command::Slurm(args) => cmd::slurm::run(&ctx, args),
+        Command::Merge(args) => cmd::merge::run(&ctx, args),
     };
     // What is still buffered for stdout is written now, while an error can be seen.
     let flushed = output::stdout().flush();
