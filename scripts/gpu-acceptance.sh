@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Runs on a GPU machine from the repository root: the GPU tests, the NVRTC test, the runner
 # benchmark (scripts/bench: cold build of every lab, warm builds, a rebuild after editing one
-# kernel), fresh recordings of every lab and a repeatability check of every lab against them.
+# kernel), fresh recordings of every lab (into the folder the chapters show, book.toml's
+# recorded-gpu), every lab recorded on every GPU of the machine at once (`record --devices all`,
+# its wall time beside one GPU's), and a repeatability check of every lab against them.
 # Binaries are built elsewhere and carried in: KERNELBOOK (the CLI) and TESTS (a folder holding
 # the `gpu`, `book` and `check` test binaries). OUT receives summary.txt, recorded.tgz (the new
-# recordings, the fixture book's included) and logs.txt (few files: the device tool brings back
+# recordings, the fixture book's and every GPU's (devices/) included) and logs.txt (few files: the device tool brings back
 # at most eight). SKIP_BENCH=1 and SKIP_REPEAT=1 leave out the benchmark and the repeatability
 # runs, where device time is short. RUNS_OF="bandwidth transpose" runs those labs three times one
 # after the other (runs.tgz, and each run's ratios in the summary); LIVE_BOOK=1 builds the book
@@ -16,6 +18,9 @@ OUT=${OUT:-/tmp/kernelbook-acceptance}
 LOGS=$(mktemp -d)
 mkdir -p "$OUT"
 export KERNELBOOK_REPO=$PWD
+# The recordings the chapters show (labs/recorded/<gpu>/), re-recorded here whatever the board.
+SHOWN=$(sed -n 's/^recorded-gpu = "\(.*\)"$/\1/p' book.toml)
+RECORDED="labs/recorded/$SHOWN"
 
 step() { echo; echo "== $*"; }
 seconds() { date +%s.%N; }
@@ -44,20 +49,27 @@ for lab in softplus row_sums axpy; do
 done
 
 step "record every lab" | tee -a "$OUT/summary.txt"
-t0=$(seconds); "$KERNELBOOK" record 2>&1 | tee "$LOGS/record.txt"; t1=$(seconds)
+t0=$(seconds); "$KERNELBOOK" record --folder "$SHOWN" 2>&1 | tee "$LOGS/record.txt"; t1=$(seconds)
 echo "record (all labs, compile included): $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
-python3 - labs/recorded/*.json <<'PY' | tee -a "$OUT/summary.txt"
+python3 - "$RECORDED"/*.json <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys
 for path in sys.argv[1:]:
     r = json.load(open(path))
     print(f"  {r['lab']:<22} {r['provenance']['wall_seconds']:6.1f} s")
 PY
 
-tar czf "$OUT/recorded.tgz" labs/recorded tests/author-labs/labs/recorded
+step "every GPU of this machine at once (record --devices all)" | tee -a "$OUT/summary.txt"
+DEVICES="$LOGS/devices"
+t0=$(seconds); "$KERNELBOOK" record --devices all --out "$DEVICES" 2>&1 | tee "$LOGS/record-devices.txt"; t1=$(seconds)
+echo "record --devices all ($(nvidia-smi -L | wc -l) GPUs): $(elapsed "$t0" "$t1"), against one GPU's above" | tee -a "$OUT/summary.txt"
+grep -E "^│|GPUs measured side by side" "$LOGS/record-devices.txt" | tee -a "$OUT/summary.txt"
+
+# The recordings of every GPU come back as devices/<gpu>/ beside the book's.
+tar czf "$OUT/recorded.tgz" labs/recorded tests/author-labs/labs/recorded -C "$LOGS" devices
 
 step "repeatability: every lab measured again, medians compared with the recording" | tee -a "$OUT/summary.txt"
 [ "${SKIP_REPEAT:-}" = 1 ] && echo "skipped (SKIP_REPEAT=1)" | tee -a "$OUT/summary.txt"
-for recorded in labs/recorded/*.json; do
+for recorded in "$RECORDED"/*.json; do
     [ "${SKIP_REPEAT:-}" = 1 ] && break
     lab=$(basename "$recorded" .json)
     "$KERNELBOOK" run "$lab" --json "$LOGS/$lab-again.json" > "$LOGS/$lab-again.txt" 2>&1

@@ -7,7 +7,8 @@
 #   LABS="drill_coalesce transpose" scripts/gpu-diagrams.sh     # some of the labs only
 #   RECORD=1 scripts/gpu-diagrams.sh        # record the labs afresh instead (timings too)
 #
-# `kernelbook profile LAB` adds Nsight Compute's counters to labs/recorded/LAB.json without
+# `kernelbook profile LAB` adds Nsight Compute's counters to labs/recorded/GPU/LAB.json (GPU:
+# the folder the chapters show, book.toml's recorded-gpu) without
 # timing the lab again (so the figures the chapters quote from the recordings stay true); it
 # refuses a recording whose kernels were edited since, and then RECORD=1 is the way. The binary is
 # built elsewhere and carried in: KERNELBOOK (default target/release/kernelbook). OUT receives
@@ -21,6 +22,7 @@ OUT=${OUT:-/tmp/kernelbook-diagrams}
 LABS=${LABS:-drill_coalesce drill_bank_conflict transpose strided}
 mkdir -p "$OUT"
 export KERNELBOOK_REPO=$PWD
+SHOWN=$(sed -n 's/^recorded-gpu = "\(.*\)"$/\1/p' book.toml)
 
 {
     echo "== device"
@@ -34,7 +36,7 @@ for lab in $LABS; do
     echo "== $lab" | tee -a "$OUT/profile.txt"
     start=$(date +%s)
     if [ "${RECORD:-}" = 1 ]; then
-        "$KERNELBOOK" record "$lab" 2>&1 | tee -a "$OUT/profile.txt"
+        "$KERNELBOOK" record "$lab" --folder "$SHOWN" 2>&1 | tee -a "$OUT/profile.txt"
     else
         "$KERNELBOOK" profile "$lab" 2>&1 | tee -a "$OUT/profile.txt"
     fi
@@ -47,7 +49,7 @@ echo "== diagrams" | tee -a "$OUT/profile.txt"
 cat "$OUT/diagrams.txt"
 files=()
 for lab in $LABS profile_transpose; do
-    [ -f "labs/recorded/$lab.json" ] && files+=("labs/recorded/$lab.json")
+    [ -f "labs/recorded/$SHOWN/$lab.json" ] && files+=("labs/recorded/$SHOWN/$lab.json")
 done
 tar czf "$OUT/recorded.tgz" "${files[@]}"
 exit $status

@@ -1,10 +1,13 @@
 //! `kernelbook`: parse the command line, run one command, turn its result into an exit code.
 
 mod cmd;
+mod export;
+mod gpus;
 mod output;
 mod progress;
 mod project;
 mod serve;
+mod slurm;
 mod staging;
 mod table;
 
@@ -35,7 +38,8 @@ enum Command {
     Build(cmd::build::Args),
     /// Measure one lab now and print its table.
     Run(cmd::run::Args),
-    /// Measure labs and write their results to labs/recorded/ (with provenance and raw samples).
+    /// Measure labs and write their results to labs/recorded/GPU/ (with provenance and raw
+    /// samples).
     Record(cmd::record::Args),
     /// Serve the book on 127.0.0.1, rebuild it on every save, and grade exercises from the
     /// page on this machine's GPU.
@@ -57,6 +61,13 @@ enum Command {
     List,
     /// Say which GPU, driver and compiler live results would come from.
     Info,
+    /// Write the recordings in nvbench's JSON layout (for nvbench-compare) or as CSV.
+    Export(cmd::export::Args),
+    /// Record every lab on a Slurm cluster's GPUs (a job array) and build the book with the
+    /// "GPUs compared" chapter from them (a job after it).
+    Slurm(cmd::slurm::Args),
+    /// Gather recordings folders (a folder per GPU each) into one.
+    Merge(cmd::merge::Args),
 }
 
 fn main() -> ExitCode {
@@ -107,6 +118,9 @@ fn main() -> ExitCode {
         Command::Tangle(args) => cmd::tangle::run(&ctx, args),
         Command::List => cmd::list::run(&ctx),
         Command::Info => cmd::info::run(&ctx),
+        Command::Export(args) => cmd::export::run(&ctx, args),
+        Command::Slurm(args) => cmd::slurm::run(&ctx, args),
+        Command::Merge(args) => cmd::merge::run(&ctx, args),
     };
     // What is still buffered for stdout is written now, while an error can be seen.
     let flushed = output::stdout().flush();

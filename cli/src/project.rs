@@ -6,9 +6,11 @@ use kernelbook_core::expr::Params;
 use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::backend::BackendChoice;
 use kernelbook_runner::plan::Measurement;
+use kernelbook_runner::store::Recordings;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_driver::MDBook;
 use mdbook_kernelbook::preprocessor::{Includes, Labs, labs_dir, load_book_parts};
+use mdbook_kernelbook::recorded::{recordings, shown_dir};
 use mdbook_kernelbook::scan::BookIndex;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -25,7 +27,8 @@ pub struct Project {
     pub book: MDBook,
     pub index: BookIndex,
     pub labs: Labs,
-    pub labs_dir: PathBuf,
+    /// The recordings of the GPU the chapters show without a GPU (book.toml's `recorded-gpu`).
+    pub recorded_dir: PathBuf,
     pub backend: BackendChoice,
 }
 
@@ -35,6 +38,10 @@ impl Project {
         let book = MDBook::load(root)
             .with_context(|| format!("loading the book at {}", root.display()))?;
         let labs_dir = labs_dir(root, &book.config)?;
+        let (recorded_dir, choice) = shown_dir(root, &book.config)?;
+        if let Some(choice) = choice {
+            crate::output::notice(&format!("kernelbook: {choice}"));
+        }
         let (index, labs) = load_book_parts(
             &book.book,
             root,
@@ -47,13 +54,40 @@ impl Project {
             book,
             index,
             labs,
-            labs_dir,
+            recorded_dir,
             backend: ctx.backend,
         })
     }
 
     pub fn runner(&self, mode: Mode) -> Runner {
-        runner_at(&self.root, &self.labs_dir, self.backend, mode)
+        self.runner_on(self.backend, mode)
+    }
+
+    /// [`runner`](Self::runner) on the vendor `backend` (`--devices` finds it first).
+    pub fn runner_on(&self, backend: BackendChoice, mode: Mode) -> Runner {
+        runner_at(&self.root, &self.recorded_dir, backend, mode)
+    }
+
+    /// Reads the recordings from `dir` (a folder of GPU folders) instead of book.toml's
+    /// `recordings`, for the chapters and the comparison alike.
+    pub fn read_recordings_from(&mut self, dir: &Path) -> anyhow::Result<()> {
+        let key = format!(
+            "preprocessor.{}.{}",
+            mdbook_kernelbook::NAME,
+            mdbook_kernelbook::recorded::RECORDINGS_KEY
+        );
+        self.book.config.set(&key, dir.to_string_lossy().as_ref())?;
+        let (recorded_dir, choice) = shown_dir(&self.root, &self.book.config)?;
+        if let Some(choice) = choice {
+            crate::output::notice(&format!("kernelbook: {choice}"));
+        }
+        self.recorded_dir = recorded_dir;
+        Ok(())
+    }
+
+    /// The book's recordings, a folder per GPU (book.toml's `recordings`).
+    pub fn recordings(&self) -> anyhow::Result<Recordings> {
+        recordings(&self.root, &self.book.config)
     }
 
     /// The lab called `name`, with `overrides` applied to its parameters.
@@ -76,12 +110,12 @@ impl Project {
     }
 }
 
-/// The runner of the book at `root` whose labs are in `labs_dir`: its cache in
-/// `.kernelbook/cache`, its recordings in `labs_dir/recorded`.
-pub fn runner_at(root: &Path, labs_dir: &Path, backend: BackendChoice, mode: Mode) -> Runner {
+/// The runner of the book at `root` whose shown recordings are in `recorded_dir`: its cache in
+/// `.kernelbook/cache`.
+pub fn runner_at(root: &Path, recorded_dir: &Path, backend: BackendChoice, mode: Mode) -> Runner {
     Runner::new(RunnerConfig {
         cache_dir: root.join(".kernelbook/cache"),
-        recorded_dir: labs_dir.join("recorded"),
+        recorded_dir: recorded_dir.to_path_buf(),
         mode,
         measurement: Measurement::default(),
         // Each lab runs in a child process of this program: a kernel that faults or hangs

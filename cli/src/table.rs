@@ -4,6 +4,7 @@
 
 use crate::output::{cells, say};
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use mdbook_kernelbook::gpus::view::LabComparison;
 use mdbook_kernelbook::render::{LabView, ProfileView, ProvenanceView, RowView};
 use std::io::{self, Write};
 
@@ -197,6 +198,50 @@ fn print_provenance(out: &mut impl Write, origin: &str, p: &ProvenanceView) -> i
         p.samples,
         p.wall
     )
+}
+
+/// A lab on several GPUs side by side (`kernelbook run --devices`): a row per variant, for each
+/// GPU its GB/s, % of its own peak and % of its own ceiling (or the one figure of a lab that
+/// moves no bytes), or why it has none.
+pub fn comparison_table(lab: &LabComparison, names: &[String]) -> Table {
+    let mut header = vec!["variant".to_string()];
+    for name in names {
+        if lab.bandwidth {
+            header.extend([
+                format!("{name} GB/s"),
+                "% of peak".into(),
+                "% of ceiling".into(),
+            ]);
+        } else {
+            header.push(format!("{name} {}", lab.value_header));
+        }
+    }
+    let mut table = Table::new();
+    table
+        .load_style(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(cells(header));
+    for (index, row) in lab.rows.iter().enumerate() {
+        let mut line = vec![row.label.clone()];
+        for (cell, column) in row.cells.iter().zip(&lab.columns) {
+            // A GPU that could not measure says why in its column's first cell.
+            let why = column.missing.as_ref().filter(|_| index == 0);
+            match (why.or(cell.problem.as_ref()), lab.bandwidth) {
+                (Some(problem), true) => {
+                    line.extend([problem.clone(), String::new(), String::new()])
+                }
+                (Some(problem), false) => line.push(problem.clone()),
+                (None, true) => line.extend([
+                    cell.gbs.clone(),
+                    cell.pct_peak.clone(),
+                    cell.pct_ceiling.clone(),
+                ]),
+                (None, false) => line.push(cell.value.clone()),
+            }
+        }
+        table.add_row(cells(line));
+    }
+    table
 }
 
 #[cfg(test)]

@@ -48,6 +48,9 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// The folder of the recordings the book shows without a GPU (book.toml's `recorded-gpu`).
+const SHOWN: &str = "labs/recorded/nvidia-h200-d8d1645c";
+
 /// A copy of the real book (book.toml, book/, labs/) in a temp dir.
 fn real_book() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
@@ -84,9 +87,8 @@ fn without_a_gpu_the_real_book_builds_with_the_recorded_tables() {
     ] {
         let html =
             std::fs::read_to_string(book.path().join("target/book").join(page)).expect("page");
-        let recorded =
-            std::fs::read_to_string(repo().join("labs/recorded").join(format!("{lab}.json")))
-                .expect("recorded");
+        let recorded = std::fs::read_to_string(repo().join(SHOWN).join(format!("{lab}.json")))
+            .expect("recorded");
         let results = LabResults::from_json(&recorded).expect("recorded results parse");
         assert!(
             html.contains("kernelbook-recorded"),
@@ -677,7 +679,7 @@ fn number_of(field: &str, text: &str) -> f64 {
 #[test]
 fn doubling_every_recorded_time_changes_every_figure_in_the_prose_accordingly() {
     let (original, doubled) = (real_book(), real_book());
-    for entry in std::fs::read_dir(doubled.path().join("labs/recorded")).expect("recorded") {
+    for entry in std::fs::read_dir(doubled.path().join(SHOWN)).expect("recorded") {
         let path = entry.expect("entry").path();
         if path.extension().is_none_or(|e| e != "json") {
             continue;
@@ -866,7 +868,7 @@ fn diagrams_lists_each_prediction_beside_the_recorded_counters() {
     ));
 
     // Lab 3's recording without its counters: the diagrams that claim them have none.
-    let recorded = book.path().join("labs/recorded/profile_transpose.json");
+    let recorded = book.path().join(SHOWN).join("profile_transpose.json");
     let mut results =
         LabResults::from_json(&std::fs::read_to_string(&recorded).expect("read")).expect("parse");
     results.profile = None;
@@ -897,7 +899,7 @@ fn profile_refuses_an_unprofiled_lab_and_needs_a_gpu() {
         skipped("SKIPPED profile without a GPU: this machine has a CUDA driver");
         return;
     }
-    let recorded = book.path().join("labs/recorded/drill_coalesce.json");
+    let recorded = book.path().join(SHOWN).join("drill_coalesce.json");
     let before = std::fs::read(&recorded).expect("read");
     let output = kernelbook(book.path(), &["profile", "drill_coalesce"]);
     assert!(!output.status.success());

@@ -13,12 +13,12 @@ fn every_recorded_file_passes_validation_and_matches_its_lab() {
     assert!(recordings.len() >= 17, "{} recordings", recordings.len());
     for (name, text) in recordings {
         let results = LabResults::from_json(&text)
-            .unwrap_or_else(|err| panic!("labs/recorded/{name}.json: {err}"));
+            .unwrap_or_else(|err| panic!("labs/recorded/*/{name}.json: {err}"));
         let lab = LabSpec::load(&support::repo().join("labs").join(format!("{name}.toml")))
             .unwrap_or_else(|err| panic!("labs/{name}.toml: {err}"));
         results
             .check_lab(&lab, MissingVariants::Refused)
-            .unwrap_or_else(|err| panic!("labs/recorded/{name}.json: {err}"));
+            .unwrap_or_else(|err| panic!("labs/recorded/*/{name}.json: {err}"));
     }
 }
 

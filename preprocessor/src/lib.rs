@@ -18,8 +18,10 @@
 pub mod chart;
 pub mod diagram;
 pub mod figures;
+pub mod gpus;
 pub mod include;
 pub mod preprocessor;
+pub mod recorded;
 pub mod render;
 pub mod scan;
 pub mod tangle;

@@ -11,7 +11,7 @@ use kernelbook_runner::backend::{BackendChoice, DEVICE_ENV};
 use kernelbook_runner::plan::Measurement;
 use kernelbook_runner::{Mode, Runner, RunnerConfig};
 use mdbook_kernelbook::KernelbookPreprocessor;
-use mdbook_kernelbook::preprocessor::{labs_dir, supports_renderer};
+use mdbook_kernelbook::preprocessor::supports_renderer;
 use mdbook_preprocessor::Preprocessor;
 use std::io::Write;
 use std::process::ExitCode;
@@ -127,11 +127,15 @@ fn main() -> ExitCode {
 fn run(backend: BackendChoice) -> anyhow::Result<()> {
     let (ctx, book) = mdbook_preprocessor::parse_input(std::io::stdin())
         .context("reading the book from mdBook")?;
-    let labs = labs_dir(&ctx.root, &ctx.config)?;
+    let (recorded_dir, notice_about_it) =
+        mdbook_kernelbook::recorded::shown_dir(&ctx.root, &ctx.config)?;
+    if let Some(text) = notice_about_it {
+        notice(&format!("mdbook-kernelbook: {text}"));
+    }
     let recorded_only = std::env::var_os("KERNELBOOK_RECORDED").is_some();
     let runner = Runner::new(RunnerConfig {
         cache_dir: ctx.root.join(".kernelbook/cache"),
-        recorded_dir: labs.join("recorded"),
+        recorded_dir,
         mode: if recorded_only {
             Mode::RecordedOnly
         } else {

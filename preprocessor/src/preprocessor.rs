@@ -35,6 +35,13 @@ pub trait ResultSource: Send + Sync {
     fn recorded(&self, _lab: &LabSpec) -> Option<LabResults> {
         None
     }
+
+    /// The other GPUs of this machine measured in this build (`kernelbook build --devices`),
+    /// after [`outcomes`](Self::outcomes): columns of the `{{#gpus-compared}}` chapter beside
+    /// the recorded GPUs and the GPU whose outcomes the chapters show.
+    fn other_gpus(&self) -> Vec<crate::gpus::view::GpuColumn> {
+        Vec::new()
+    }
 }
 
 impl ResultSource for Runner {
@@ -68,6 +75,10 @@ impl<T: ResultSource + ?Sized> ResultSource for std::sync::Arc<T> {
 
     fn recorded(&self, lab: &LabSpec) -> Option<LabResults> {
         (**self).recorded(lab)
+    }
+
+    fn other_gpus(&self) -> Vec<crate::gpus::view::GpuColumn> {
+        (**self).other_gpus()
     }
 }
 
@@ -444,6 +455,48 @@ impl KernelbookPreprocessor {
     }
 }
 
+impl KernelbookPreprocessor {
+    /// The HTML of every `{{#gpus-compared}}`, by chapter (in the order of `scan.comparisons`):
+    /// the GPU folders of the book's recordings, the GPU this build measured on, and the other
+    /// GPUs it measured on, side by side.
+    fn render_comparisons(
+        &self,
+        ctx: &PreprocessorContext,
+        (index, labs): (&BookIndex, &Labs),
+        shown: &[&LabSpec],
+        outcomes: &BTreeMap<&str, LabOutcome>,
+    ) -> anyhow::Result<BTreeMap<PathBuf, Vec<String>>> {
+        let mut rendered = BTreeMap::new();
+        if index
+            .chapters
+            .values()
+            .all(|scan| scan.comparisons.is_empty())
+        {
+            return Ok(rendered);
+        }
+        let recordings = crate::recorded::recordings(&ctx.root, &ctx.config)?;
+        let every_lab = crate::gpus::compared_labs(&[], shown, &labs.ready);
+        let mut columns = crate::gpus::recorded_columns(&recordings, &every_lab, index);
+        columns.extend(crate::gpus::live_column(
+            outcomes.iter().map(|(lab, outcome)| (*lab, outcome)),
+        ));
+        columns.extend(self.results.other_gpus());
+        let templates = crate::gpus::Templates::new();
+        for (path, scan) in &index.chapters {
+            let mut htmls = Vec::new();
+            for directive in &scan.comparisons {
+                let compared = crate::gpus::compared_labs(&directive.labs, shown, &labs.ready);
+                let view = crate::gpus::view::comparison_view(&compared, &columns);
+                htmls.push(templates.render(&view).with_context(|| {
+                    format!("{}: rendering the GPUs' comparison", directive.location)
+                })?);
+            }
+            rendered.insert(path.clone(), htmls);
+        }
+        Ok(rendered)
+    }
+}
+
 /// Fails on every `{{#lab NAME}}` that names no lab, listing the labs there are, and on every
 /// diagram the model cannot draw or whose lab row cannot give counters.
 fn check_directives(index: &BookIndex, labs: &Labs) -> anyhow::Result<()> {
@@ -461,6 +514,25 @@ fn check_directives(index: &BookIndex, labs: &Labs) -> anyhow::Result<()> {
             )
         })
         .chain(crate::diagram::check_diagrams(index, labs))
+        .chain(
+            index
+                .chapters
+                .values()
+                .flat_map(|scan| &scan.comparisons)
+                .flat_map(|directive| {
+                    directive
+                        .labs
+                        .iter()
+                        .filter(|lab| !labs.ready.contains_key(*lab))
+                        .map(move |lab| {
+                            format!(
+                                "{}: `{{{{#gpus-compared}}}}` names no lab `{lab}` that runs (labs: {})",
+                                directive.location,
+                                labs.names().join(", ")
+                            )
+                        })
+                }),
+        )
         .collect();
     let errors: Vec<String> = errors
         .into_iter()
@@ -578,11 +650,11 @@ pub fn shown_labs<'a>(
 /// kernel blocks.
 fn edit_chapters(
     book: &mut Book,
-    index: &BookIndex,
-    src_dir: &Path,
+    (index, src_dir): (&BookIndex, &Path),
     rendered: &BTreeMap<String, String>,
     outcomes: &BTreeMap<&str, LabOutcome>,
     diagrams: &BTreeMap<PathBuf, Vec<String>>,
+    comparisons: &BTreeMap<PathBuf, Vec<String>>,
 ) {
     book.for_each_mut(|item| {
         let BookItem::Chapter(chapter) = item else {
@@ -601,6 +673,20 @@ fn edit_chapters(
             scan.figures
                 .iter()
                 .map(|figure| (figure.range.clone(), figure_text(figure, outcomes))),
+        );
+        let compared = comparisons.get(&key).map_or(&[][..], Vec::as_slice);
+        edits.extend(
+            scan.comparisons
+                .iter()
+                .zip(compared)
+                .map(|(directive, html)| {
+                    directive_edit(
+                        &chapter.content,
+                        (&directive.range, &directive.place),
+                        html,
+                        (None, None),
+                    )
+                }),
         );
         chapter.content = apply_edits(&chapter.content, edits);
     });
@@ -822,6 +908,8 @@ impl Preprocessor for KernelbookPreprocessor {
         let pairs: Vec<(&LabSpec, &BTreeMap<String, KernelSource>)> =
             shown.iter().map(|(lab, k)| (*lab, k)).collect();
         let outcomes = self.lab_outcomes(&pairs)?;
+        let shown_specs: Vec<&LabSpec> = pairs.iter().map(|(lab, _)| *lab).collect();
+        let comparisons = self.render_comparisons(ctx, (&index, &labs), &shown_specs, &outcomes)?;
         let (rendered, mut failures) = self.render_labs(&index, &labs, &outcomes)?;
         let diagrams = self.render_diagrams(&index, &labs, &outcomes)?;
         failures.extend(diagrams.values().flatten().flat_map(|d| d.failures.clone()));
@@ -836,7 +924,14 @@ impl Preprocessor for KernelbookPreprocessor {
                 failures.join("\n")
             );
         }
-        edit_chapters(&mut book, &index, &src_dir, &rendered, &outcomes, &diagrams);
+        edit_chapters(
+            &mut book,
+            (&index, &src_dir),
+            &rendered,
+            &outcomes,
+            &diagrams,
+            &comparisons,
+        );
         Ok(book)
     }
 

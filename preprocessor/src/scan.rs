@@ -59,6 +59,16 @@ pub struct DiagramDirective {
     pub place: Place,
 }
 
+/// A `{{#gpus-compared}}` directive: every recorded GPU side by side, for the labs it names
+/// (every lab where it names none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComparisonDirective {
+    pub labs: Vec<String>,
+    pub range: Range<usize>,
+    pub location: SourceLocation,
+    pub place: Place,
+}
+
 /// What one chapter holds.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChapterScan {
@@ -67,6 +77,7 @@ pub struct ChapterScan {
     /// `{{#value}}` and `{{#ratio}}` figures in the prose, in order.
     pub figures: Vec<FigureDirective>,
     pub diagrams: Vec<DiagramDirective>,
+    pub comparisons: Vec<ComparisonDirective>,
 }
 
 /// A problem in the book's markdown, with its place.
@@ -111,14 +122,21 @@ pub fn scan_chapter_lines(
 
 fn scan(chapter: &Chapter<'_>) -> Result<ChapterScan, ScanError> {
     let code = scan_code(chapter)?;
-    let (directives, diagrams) = scan_directives(chapter, &code)?;
+    let found = scan_directives(chapter, &code)?;
     let figures = scan_figures(chapter, &code)?;
-    Ok(ChapterScan {
+    let mut scan = ChapterScan {
         kernels: code.kernels,
-        directives,
-        diagrams,
         figures,
-    })
+        ..ChapterScan::default()
+    };
+    for directive in found {
+        match directive {
+            Found::Lab(lab) => scan.directives.push(lab),
+            Found::Diagram(diagram) => scan.diagrams.push(diagram),
+            Found::Comparison(comparison) => scan.comparisons.push(comparison),
+        }
+    }
+    Ok(scan)
 }
 
 /// A chapter's markdown and the file it is reported under.
@@ -358,10 +376,11 @@ fn kernel_block(chapter: &Chapter<'_>, block: OpenBlock) -> Result<Option<Kernel
     }))
 }
 
-/// A directive found in the text: a lab's or a diagram's.
+/// A directive found in the text: a lab's, a diagram's or the GPUs' comparison.
 enum Found {
     Lab(Directive),
     Diagram(DiagramDirective),
+    Comparison(ComparisonDirective),
 }
 
 impl Found {
@@ -369,6 +388,7 @@ impl Found {
         match self {
             Found::Lab(d) => &d.range,
             Found::Diagram(d) => &d.range,
+            Found::Comparison(d) => &d.range,
         }
     }
 
@@ -376,19 +396,17 @@ impl Found {
         match self {
             Found::Lab(d) => d.place = place,
             Found::Diagram(d) => d.place = place,
+            Found::Comparison(d) => d.place = place,
         }
     }
 }
 
 /// Every `{{#lab NAME}}` and diagram directive outside code; another preprocessor's
 /// `{{#...}}` (`{{#include}}`, `{{#labels}}`) is skipped.
-fn scan_directives(
-    chapter: &Chapter<'_>,
-    code: &Code,
-) -> Result<(Vec<Directive>, Vec<DiagramDirective>), ScanError> {
+fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<Found>, ScanError> {
     let code_ranges = &code.code_ranges;
     let content = chapter.content;
-    let (mut labs, mut diagrams) = (Vec::new(), Vec::new());
+    let mut found_all = Vec::new();
     let mut search_from = 0;
     while let Some(found) = content[search_from..].find(DIRECTIVE_START) {
         let start = search_from + found;
@@ -412,12 +430,9 @@ fn scan_directives(
             }
             directive.set_place(text.place.clone());
         }
-        match directive {
-            Found::Lab(lab) => labs.push(lab),
-            Found::Diagram(diagram) => diagrams.push(diagram),
-        }
+        found_all.push(directive);
     }
-    Ok((labs, diagrams))
+    Ok(found_all)
 }
 
 /// Every `{{#value ...}}` and `{{#ratio ...}}` outside code, parsed; a malformed one is an
@@ -472,6 +487,9 @@ fn parse_any_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Fou
     if name == LAB_DIRECTIVE {
         return Ok(parse_directive(chapter, start)?.map(Found::Lab));
     }
+    if name == crate::gpus::DIRECTIVE {
+        return parse_comparison(chapter, start).map(|d| Some(Found::Comparison(d)));
+    }
     match DiagramKind::ALL.into_iter().find(|k| k.directive() == name) {
         Some(kind) => parse_diagram(chapter, start, kind).map(|d| Some(Found::Diagram(d))),
         None => Ok(None),
@@ -510,6 +528,34 @@ fn parse_diagram(
         .map_err(|why| chapter.error(start, format!("`{{{{#{}}}}}`: {why}", kind.directive())))?;
     Ok(DiagramDirective {
         spec,
+        range: start..start + close + 2,
+        location: chapter.at(start),
+        place: Place::default(),
+    })
+}
+
+/// The `{{#gpus-compared [LAB …]}}` directive that opens at `start`.
+fn parse_comparison(chapter: &Chapter<'_>, start: usize) -> Result<ComparisonDirective, ScanError> {
+    let content = chapter.content;
+    let directive = crate::gpus::DIRECTIVE;
+    let Some(close) = closing_on_line(content, start) else {
+        return Err(chapter.error(
+            start,
+            format!("`{{{{#{directive}` is not closed with `}}}}` on the same line"),
+        ));
+    };
+    let inner = &content[start + DIRECTIVE_START.len() + directive.len()..start + close];
+    let labs: Vec<String> = inner.split_whitespace().map(String::from).collect();
+    if let Some(bad) = labs.iter().find(|lab| !is_lab_name(lab)) {
+        return Err(chapter.error(
+            start,
+            format!(
+                "`{{{{#{directive}}}}}`: `{bad}` is not a lab name (letters, digits, `_` or `-`); write `{{{{#{directive}}}}}` for every lab, or name labs"
+            ),
+        ));
+    }
+    Ok(ComparisonDirective {
+        labs,
         range: start..start + close + 2,
         location: chapter.at(start),
         place: Place::default(),
@@ -791,6 +837,25 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
                 .directives
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn the_gpus_comparison_is_found_with_the_labs_it_names() {
+        let scan = scan_chapter(
+            "# GPUs\n\n{{#gpus-compared}}\n\n{{#gpus-compared copy big_copy}}\n\n`{{#gpus-compared}}`\n",
+            path(),
+        )
+        .expect("scans");
+        let labs: Vec<&[String]> = scan.comparisons.iter().map(|c| &c.labs[..]).collect();
+        assert_eq!(
+            labs,
+            [&[][..], &["copy".to_string(), "big_copy".into()][..]]
+        );
+        assert_eq!(scan.comparisons[1].location.line, 5);
+        let err = scan_chapter("{{#gpus-compared a/b}}\n", path()).expect_err("a bad name");
+        assert!(err.message.contains("`a/b` is not a lab name"), "{err}");
+        let err = scan_chapter("{{#gpus-compared\n}}", path()).expect_err("unclosed");
+        assert!(err.message.contains("is not closed"), "{err}");
     }
 
     #[test]

@@ -64,8 +64,10 @@ fn the_rewritten_labs_compile_to_the_plans_of_their_unrolled_versions() {
             .unwrap_or_else(|err| panic!("{err}"));
         let unrolled = LabSpec::load(&repo().join(format!("labs/fixtures/{name}.unrolled.toml")))
             .unwrap_or_else(|err| panic!("{err}"));
-        let text = std::fs::read_to_string(repo().join(format!("labs/recorded/{name}.json")))
-            .expect("a recording");
+        let text = std::fs::read_to_string(
+            repo().join(format!("labs/recorded/nvidia-h200-d8d1645c/{name}.json")),
+        )
+        .expect("a recording");
         let recording = LabResults::from_json(&text).expect("a valid recording");
         assert_eq!(recording.provenance.device.name, "NVIDIA H200");
 

@@ -227,6 +227,9 @@ const STDERR_LINES: usize = 20;
 /// restarted after it dies or is stopped for overrunning.
 pub struct PythonPeers {
     python: String,
+    /// The GPU PyTorch and Triton are to use (a UUID for `CUDA_VISIBLE_DEVICES`), where the
+    /// lab is measured on another than the first.
+    gpu: Option<String>,
     server: Mutex<Option<Server>>,
 }
 
@@ -254,8 +257,16 @@ impl PythonPeers {
     pub fn with_python(python: &str) -> Self {
         PythonPeers {
             python: python.to_string(),
+            gpu: None,
             server: Mutex::new(None),
         }
+    }
+
+    /// Peers that see only the NVIDIA GPU with this UUID (as `CUDA_VISIBLE_DEVICES`), so that
+    /// PyTorch's rows are measured on the GPU the lab's other rows were.
+    pub fn on_gpu(mut self, uuid: &str) -> Self {
+        self.gpu = Some(uuid.to_string());
+        self
     }
 
     /// Starts the Python process now, if it is not running, so that its imports overlap other
@@ -264,7 +275,7 @@ impl PythonPeers {
         if let Ok(mut server) = self.server.lock()
             && server.is_none()
         {
-            *server = Server::spawn(&self.python).ok();
+            *server = Server::spawn(&self.python, self.gpu.as_deref()).ok();
         }
     }
 
@@ -300,7 +311,7 @@ impl PythonPeers {
             return PeerRun::Failed("the Python process's state was poisoned by a panic".into());
         };
         if guard.is_none() {
-            match Server::spawn(&self.python) {
+            match Server::spawn(&self.python, self.gpu.as_deref()) {
                 Ok(server) => *guard = Some(server),
                 Err(why) => return PeerRun::Unavailable(why),
             }
@@ -329,9 +340,12 @@ struct Server {
 const EXIT_GRACE: Duration = Duration::from_secs(10);
 
 impl Server {
-    fn spawn(python: &str) -> Result<Server, String> {
+    fn spawn(python: &str, gpu: Option<&str>) -> Result<Server, String> {
         let mut command = Command::new(python);
         command.args(["-c", SERVER]);
+        if let Some(uuid) = gpu {
+            command.env("CUDA_VISIBLE_DEVICES", uuid);
+        }
         // Its own process group, so that stopping it also stops Triton's compiler processes.
         let how = Spawn {
             own_group: true,

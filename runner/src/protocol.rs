@@ -17,6 +17,9 @@ pub const CHILD_ARG: &str = "__measure-lab";
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChildRequest {
     pub backend: BackendChoice,
+    /// Which of the vendor's GPUs to open, as its driver numbers them (`--devices`).
+    #[serde(default)]
+    pub ordinal: usize,
     pub plan: LabPlan,
     pub options: RunOptions,
 }

@@ -118,6 +118,8 @@ pub type Notify = Box<dyn Fn(&str) + Send + Sync>;
 /// Hands out lab results; opens the GPU only when a measurement is needed.
 pub struct Runner {
     config: RunnerConfig,
+    /// The vendor's GPU to measure on (`--devices`); its first when `None`.
+    gpu: Option<usize>,
     cache: Cache,
     recorded: Recorded,
     found: OnceLock<Result<Found, String>>,
@@ -137,6 +139,7 @@ impl std::fmt::Debug for Runner {
 impl Runner {
     pub fn new(config: RunnerConfig) -> Self {
         Runner {
+            gpu: None,
             cache: Cache::new(&config.cache_dir),
             recorded: Recorded::new(&config.recorded_dir),
             found: OnceLock::new(),
@@ -146,6 +149,19 @@ impl Runner {
             told_unavailable: AtomicBool::new(false),
             config,
         }
+    }
+
+    /// Measures on the vendor's GPU `ordinal` (as its driver numbers them) instead of its first:
+    /// one runner per GPU of `--devices`, each with its own measuring process. The cache keeps
+    /// each GPU's results apart (the key holds the GPU's UUID).
+    pub fn with_gpu(mut self, ordinal: usize) -> Self {
+        self.gpu = Some(ordinal);
+        self
+    }
+
+    /// The vendor's GPU this runner measures on.
+    pub fn gpu(&self) -> usize {
+        self.gpu.unwrap_or(0)
     }
 
     /// Sends notices somewhere other than stderr.
@@ -171,7 +187,7 @@ impl Runner {
         let choice = self.config.backend;
         self.found
             .get_or_init(|| {
-                let found = backend::find(choice).map_err(|e| e.to_string())?;
+                let found = backend::find_gpu(choice, self.gpu()).map_err(|e| e.to_string())?;
                 Ok(Found {
                     backend: found.backend,
                     toolchain: Toolchain {
@@ -186,8 +202,13 @@ impl Runner {
     }
 
     fn supervisor(&self, found: &Found) -> &Supervisor {
-        self.supervisor
-            .get_or_init(|| Supervisor::new(found.backend, self.config.isolation.clone()))
+        self.supervisor.get_or_init(|| {
+            let supervisor = Supervisor::new(found.backend, self.config.isolation.clone());
+            match self.gpu {
+                Some(ordinal) => supervisor.on_gpu(ordinal, &found.toolchain.device.uuid),
+                None => supervisor,
+            }
+        })
     }
 
     /// Compiles `lab` for the device live results would come from.
@@ -542,8 +563,10 @@ mod tests {
     fn lab_and_recording() -> (LabSpec, LabResults) {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let lab = LabSpec::load(&root.join("labs/profile_transpose.toml")).expect("the lab");
-        let text = std::fs::read_to_string(root.join("labs/recorded/profile_transpose.json"))
-            .expect("the recording");
+        let text = std::fs::read_to_string(
+            root.join("labs/recorded/nvidia-h200-d8d1645c/profile_transpose.json"),
+        )
+        .expect("the recording");
         (lab, LabResults::from_json(&text).expect("parses"))
     }
 

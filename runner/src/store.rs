@@ -1,6 +1,9 @@
-//! Results files on disk: the cache (keyed by [`LabPlan::key`](crate::plan::LabPlan::key)) and the
-//! recorded results committed under `labs/recorded/`. Writes are atomic (temporary file, then
+//! Results files on disk: the cache (keyed by [`LabPlan::key`](crate::plan::LabPlan::key), which
+//! holds the GPU's UUID: each GPU's results apart) and the recorded results committed under
+//! `labs/recorded/`, a folder per GPU ([`recordings`]). Writes are atomic (temporary file, then
 //! rename), and a file that cannot be trusted is reported and ignored, never used.
+
+pub mod recordings;
 
 use kernelbook_core::KernelSource;
 use kernelbook_core::results::{LabResults, MissingVariants};
@@ -10,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use crate::plan::Toolchain;
+pub use recordings::{Recordings, Shown, choose_shown, gpu_folder_name};
 
 /// A results file that exists but cannot be used, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -185,7 +189,7 @@ fn read_matching(
     Ok(Some(results))
 }
 
-/// The recorded results committed with the book: `labs/recorded/<lab>.json`.
+/// One GPU's recorded results: `labs/recorded/<gpu>/<lab>.json` ([`recordings`]).
 #[derive(Debug, Clone)]
 pub struct Recorded {
     dir: PathBuf,
@@ -198,6 +202,11 @@ impl Recorded {
 
     pub fn path(&self, lab: &str) -> PathBuf {
         self.dir.join(format!("{lab}.json"))
+    }
+
+    /// The folder the recordings are in.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The recording of `lab`. It may lack variants added to the lab since it was recorded
@@ -488,6 +497,33 @@ mod tests {
                 .expect_err("too large")
                 .reason
                 .contains("more than the")
+        );
+    }
+
+    /// Two GPUs of one host, alike but for their UUIDs, keep their results apart in the cache.
+    #[test]
+    fn each_gpu_has_its_own_cache_entries() {
+        let lab = copy_lab();
+        let plan = crate::plan::compile(
+            &lab,
+            &kernels("source"),
+            &crate::plan::Target::of(&device()),
+            &crate::plan::Measurement::default(),
+        )
+        .expect("plan");
+        let toolchain = |uuid: &str| {
+            let mut device = device();
+            device.uuid = uuid.into();
+            Toolchain {
+                device,
+                driver_version: "13.0".into(),
+                compiler_version: "NVRTC 13.0".into(),
+            }
+        };
+        let cache = Cache::new("cache");
+        assert_ne!(
+            cache.path("copy", &plan.key(&toolchain("GPU-aaaa"))),
+            cache.path("copy", &plan.key(&toolchain("GPU-bbbb")))
         );
     }
 

@@ -313,8 +313,15 @@ for (const name of pages) {
   const drawn = await page.evaluate(readDiagrams);
   for (const figure of drawn) problems.push(...diagramProblems(figure));
   if (drawn.length < (diagramPages[name] ?? 0)) problems.push(`${drawn.length} diagrams, expected at least ${diagramPages[name]}`);
-  const leftOver = await page.evaluate(() => (document.querySelector('main')?.innerText.match(/\{\{#(warp-access|banks)/g) ?? []).length);
-  if (leftOver) problems.push('a diagram directive was left unrendered');
+  const leftOver = await page.evaluate(() => (document.querySelector('main')?.innerText.match(/\{\{#(warp-access|banks|gpus-compared)/g) ?? []).length);
+  if (leftOver) problems.push('a diagram or comparison directive was left unrendered');
+  if (name === 'gpus-compared') {
+    const compared = await page.evaluate(() => ({
+      tables: document.querySelectorAll('table.kernelbook-compare').length,
+      charts: document.querySelectorAll('figure.kernelbook-gpus-chart svg rect').length,
+    }));
+    if (compared.tables < 10 || compared.charts === 0) problems.push(`the GPUs' comparison has ${compared.tables} tables and ${compared.charts} bars`);
+  }
   figures += drawn.length;
 
   // Internal links: the target page exists and so does the anchor.

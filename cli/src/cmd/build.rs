@@ -3,6 +3,7 @@
 //! name, so no separately installed binary is needed). The book is built beside its folder and
 //! swapped in when complete ([`crate::staging`]).
 
+use crate::gpus::{DeviceArgs, SideBySide};
 use crate::output::{self, say};
 use crate::project::{Context, Project};
 use crate::staging::Staging;
@@ -11,6 +12,7 @@ use kernelbook_runner::Mode;
 use kernelbook_runner::engine::StageLog;
 use mdbook_driver::MDBook;
 use mdbook_kernelbook::KernelbookPreprocessor;
+use mdbook_kernelbook::preprocessor::ResultSource;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -24,18 +26,34 @@ pub struct Args {
     /// problem in the chapter (book.toml: `strict = true` under `[preprocessor.kernelbook]`).
     #[arg(long)]
     strict: bool,
+    #[command(flatten)]
+    gpus: DeviceArgs,
+    /// Read the recordings (a folder per GPU) from DIR instead of book.toml's `recordings`:
+    /// what the Slurm merge job builds from.
+    #[arg(long, value_name = "DIR")]
+    recordings: Option<PathBuf>,
+    /// Write the book to DIR instead of book.toml's `build-dir`.
+    #[arg(long, value_name = "DIR")]
+    dest_dir: Option<PathBuf>,
 }
 
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
-    let project = Project::load(ctx)?;
+    let mut project = Project::load(ctx)?;
+    if let Some(dir) = &args.recordings {
+        project.read_recordings_from(&absolute(dir)?)?;
+    }
+    if let Some(dir) = &args.dest_dir {
+        project.book.config.build.build_dir = absolute(dir)?;
+    }
     let mode = if args.recorded {
         Mode::RecordedOnly
     } else {
         Mode::Auto
     };
-    let runner = project.runner(mode);
-    let kernelbook = KernelbookPreprocessor::new(runner, Box::new(StageLog)).strict(args.strict);
+    let results = results(&project, &args.gpus, mode);
+    let kernelbook =
+        KernelbookPreprocessor::with_results(results, Box::new(StageLog)).strict(args.strict);
     let out = render(project.book, kernelbook)?;
     say!(
         &mut output::stdout(),
@@ -44,6 +62,27 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         started.elapsed().as_secs_f64()
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where the labs' results come from: the book's runner, or with `--devices` a runner per GPU
+/// measuring side by side (without a GPU to select, the book's runner, which shows the
+/// recordings).
+fn results(project: &Project, gpus: &DeviceArgs, mode: Mode) -> Box<dyn ResultSource> {
+    let Some(selection) = gpus.devices.as_ref().filter(|_| mode == Mode::Auto) else {
+        return Box::new(project.runner(mode));
+    };
+    match crate::gpus::runners(project, selection, mode) {
+        Ok(gpus) => Box::new(SideBySide::new(gpus)),
+        Err(err) => {
+            output::notice(&format!("kernelbook: --devices: {err:#}"));
+            Box::new(project.runner(mode))
+        }
+    }
+}
+
+/// `path` from the current folder, as the book's settings need (they are read from its root).
+fn absolute(path: &Path) -> anyhow::Result<PathBuf> {
+    std::path::absolute(path).with_context(|| format!("cannot find {}", path.display()))
 }
 
 /// Renders `book` with kernelbook's preprocessor (`kernelbook`), KaTeX and mermaid into its

@@ -34,6 +34,14 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
                 .and_then(|nvrtc| nvrtc.library_path())
                 .unwrap_or_else(|| "library path unknown".into());
             say!(out, "compiler: {} ({library})", t.compiler_version)?;
+            // What `--devices` chooses from, where there is more than the first.
+            if let Ok((_, gpus)) = kernelbook_runner::backend::gpus(project.backend)
+                && gpus.len() > 1
+            {
+                for (ordinal, gpu) in gpus.iter().enumerate() {
+                    say!(out, "GPU {ordinal}:    {} ({})", gpu.name, gpu.uuid)?;
+                }
+            }
         }
         Err(why) => say!(
             out,

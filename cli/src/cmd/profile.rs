@@ -1,5 +1,5 @@
 //! `kernelbook profile`: adds Nsight Compute's counters to labs' recordings
-//! (`labs/recorded/LAB.json`) without timing them again, so that the figures a chapter quotes
+//! (`labs/recorded/GPU/LAB.json`, the GPU the chapters show) without timing them again, so that the figures a chapter quotes
 //! from a recording stay true while its diagrams gain the counters they are compared with.
 
 use crate::output::{self, say};

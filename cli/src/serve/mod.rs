@@ -108,8 +108,8 @@ pub fn serve(ctx: &Context, port: u16) -> anyhow::Result<ExitCode> {
         Token::generate().map_err(|err| anyhow::anyhow!("cannot make a token: {err}"))?,
         port,
     ));
-    let labs_dir = mdbook_kernelbook::preprocessor::labs_dir(&ctx.root, &book.config)?;
-    let runner = Arc::new(runner_at(&ctx.root, &labs_dir, ctx.backend, Mode::Auto));
+    let (recorded_dir, _) = mdbook_kernelbook::recorded::shown_dir(&ctx.root, &book.config)?;
+    let runner = Arc::new(runner_at(&ctx.root, &recorded_dir, ctx.backend, Mode::Auto));
     let board = Board::new(
         runner
             .toolchain()

@@ -23,11 +23,19 @@ pub fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// Every `labs/recorded/<lab>.json`, as (lab name, text), sorted by name.
+/// Every GPU's `labs/recorded/<gpu>/<lab>.json` (`experiments/` is no GPU's), as (lab name,
+/// text), sorted by name.
 pub fn recordings() -> Vec<(String, String)> {
     let dir = repo().join("labs/recorded");
-    let mut files: Vec<(String, String)> = std::fs::read_dir(&dir)
+    let gpus: Vec<PathBuf> = std::fs::read_dir(&dir)
         .expect("labs/recorded")
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.is_dir() && !path.ends_with("experiments"))
+        .collect();
+    assert!(!gpus.is_empty(), "no GPU folder in labs/recorded");
+    let mut files: Vec<(String, String)> = gpus
+        .iter()
+        .flat_map(|gpu| std::fs::read_dir(gpu).expect("a GPU's folder"))
         .filter_map(|entry| entry.ok().map(|e| e.path()))
         .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
         .map(|path| {

@@ -651,7 +651,7 @@ mod tests {
         ] {
             assert!(Query::parse(bad).is_err(), "{bad}");
         }
-        let text = include_str!("../../../labs/recorded/transpose.json");
+        let text = include_str!("../../../labs/recorded/nvidia-h200-d8d1645c/transpose.json");
         let results = LabResults::from_json(text).expect("the recording");
         let holds = Query::parse("{{#claim transpose.naive < transpose.tiled < transpose.padded}}")
             .expect("a claim");

@@ -5,6 +5,13 @@
 //! launch with a sticky error, `invalid` with a harmless one, and `shared` uses 32 KiB of
 //! static shared memory. A tensor-map argument stands for the buffer it views. A test may give a kernel name CPU code of its own
 //! ([`FakeDevice::define`]): the stand-in for a kernel of a fixture book.
+//!
+//! It can stand in for a host of several GPUs, for the tests of `--devices` and of the Slurm jobs:
+//! `KERNELBOOK_FAKE_DEVICES=N` makes N fake GPUs, of which `CUDA_VISIBLE_DEVICES` (indices or
+//! UUIDs, as Slurm sets it for a job's GPUs) leaves some visible, renumbered from 0 as the CUDA
+//! driver does. Fake GPU `k` has the UUID `GPU-fake-k` (`GPU-fake` for GPU 0) and takes
+//! `1 + k` times as long as GPU 0, so that hosts' columns differ; `KERNELBOOK_FAKE_BUSY`
+//! (indices) makes those GPUs refuse to open, as a GPU another process holds does.
 
 use super::*;
 use kernelbook_core::results::DeviceInfo;
@@ -27,6 +34,61 @@ pub struct FakeDevice {
     pub launches: usize,
     /// The host staging buffer.
     pub host: Vec<u8>,
+    /// Which fake GPU of the host this is: its times are `1 + index` times GPU 0's.
+    pub index: usize,
+}
+
+/// How many fake GPUs the host has (default 1).
+pub const DEVICES_ENV: &str = "KERNELBOOK_FAKE_DEVICES";
+/// Fake GPUs (host indices) that refuse to open, as a GPU in another process's hands does.
+pub const BUSY_ENV: &str = "KERNELBOOK_FAKE_BUSY";
+
+/// The UUID of fake GPU `index` of the host.
+pub fn fake_uuid(index: usize) -> String {
+    if index == 0 {
+        "GPU-fake".into()
+    } else {
+        format!("GPU-fake-{index}")
+    }
+}
+
+/// The host indices of the fake GPUs a process sees, in the order it numbers them: all of the
+/// `count` the host has, or those `visible` names (`CUDA_VISIBLE_DEVICES`: indices or UUIDs,
+/// comma-separated; as the CUDA driver does, the list ends at the first entry that names no GPU).
+pub fn visible_indices(count: usize, visible: Option<&str>) -> Vec<usize> {
+    let Some(visible) = visible else {
+        return (0..count).collect();
+    };
+    let mut seen = Vec::new();
+    for entry in visible.split(',').map(str::trim) {
+        let index = entry
+            .parse::<usize>()
+            .ok()
+            .or_else(|| (0..count).find(|&i| fake_uuid(i) == entry));
+        match index {
+            Some(index) if index < count && !seen.contains(&index) => seen.push(index),
+            _ => break,
+        }
+    }
+    seen
+}
+
+/// The fake GPUs this process sees (host indices), from [`DEVICES_ENV`] and
+/// `CUDA_VISIBLE_DEVICES`.
+pub fn visible_from_env() -> Vec<usize> {
+    let count = std::env::var(DEVICES_ENV)
+        .ok()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(1);
+    visible_indices(count, std::env::var("CUDA_VISIBLE_DEVICES").ok().as_deref())
+}
+
+/// Whether [`BUSY_ENV`] names fake GPU `index` of the host.
+pub fn busy(index: usize) -> bool {
+    std::env::var(BUSY_ENV).is_ok_and(|list| {
+        list.split(',')
+            .any(|entry| entry.trim().parse() == Ok(index))
+    })
 }
 
 impl Default for FakeDevice {
@@ -58,6 +120,7 @@ impl Default for FakeDevice {
             timed: 0,
             launches: 0,
             host: Vec::new(),
+            index: 0,
         }
     }
 }
@@ -65,6 +128,16 @@ impl Default for FakeDevice {
 impl FakeDevice {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Fake GPU `index` of the host (see the module documentation).
+    pub fn gpu(index: usize) -> Self {
+        let mut device = FakeDevice {
+            index,
+            ..Self::default()
+        };
+        device.info.uuid = fake_uuid(index);
+        device
     }
 
     /// Runs `kernel` whenever a kernel named `name` is launched.
@@ -225,8 +298,8 @@ impl Device for FakeDevice {
     fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError> {
         self.run(op)?;
         self.timed += 1;
-        // A steady 1 ms with a little deterministic jitter.
-        Ok(1.0 + 0.001 * (self.timed % 3) as f64)
+        // A steady 1 ms with a little deterministic jitter; slower on the host's later GPUs.
+        Ok((1.0 + 0.001 * (self.timed % 3) as f64) * (1 + self.index) as f64)
     }
     fn flush_l2(&mut self) -> Result<(), DeviceError> {
         self.flushes += 1;
@@ -295,5 +368,45 @@ impl Compiler for FakeCompiler {
             ),
             options: vec![],
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As the CUDA driver reads `CUDA_VISIBLE_DEVICES`: indices or UUIDs, renumbered from 0 in
+    /// the order given, the list cut at the first entry that names no GPU.
+    #[test]
+    fn visible_devices_are_read_as_the_cuda_driver_reads_them() {
+        assert_eq!(visible_indices(2, None), vec![0, 1]);
+        assert_eq!(visible_indices(3, Some("2,0")), vec![2, 0]);
+        assert_eq!(visible_indices(2, Some("GPU-fake-1")), vec![1]);
+        assert_eq!(visible_indices(2, Some("1,7,0")), vec![1]);
+        assert_eq!(visible_indices(2, Some("")), Vec::<usize>::new());
+        assert_eq!(visible_indices(2, Some("0,0")), vec![0]);
+    }
+
+    #[test]
+    fn later_gpus_of_the_host_are_slower_and_named_apart() {
+        let (mut first, mut second) = (FakeDevice::gpu(0), FakeDevice::gpu(1));
+        assert_eq!(first.info.uuid, "GPU-fake");
+        assert_eq!(second.info.uuid, "GPU-fake-1");
+        let (a, b) = (first.alloc(4).expect("a"), second.alloc(4).expect("b"));
+        let one = first
+            .time(&Op::Copy {
+                dst: a,
+                src: a,
+                bytes: 4,
+            })
+            .expect("time");
+        let two = second
+            .time(&Op::Copy {
+                dst: b,
+                src: b,
+                bytes: 4,
+            })
+            .expect("time");
+        assert!((two / one - 2.0).abs() < 1e-9, "{one} {two}");
     }
 }

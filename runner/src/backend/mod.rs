@@ -14,6 +14,7 @@ pub mod fake;
 pub mod gpu;
 pub mod hip;
 pub mod ptxas;
+pub mod select;
 
 use kernelbook_core::results::{DeviceInfo, LaunchShape};
 use kernelbook_core::spec::{ElemType, Swizzle};
@@ -446,13 +447,23 @@ pub enum BackendError {
     /// `Fake` asked of a build without the `testing` feature (a request from another build).
     #[error("{FAKE_NOT_BUILT}")]
     FakeNotBuilt,
+    #[error("fake GPU {ordinal} was asked for, but only {count} are visible")]
+    NoSuchFakeGpu { ordinal: usize, count: usize },
+    /// A fake GPU that `KERNELBOOK_FAKE_BUSY` names, as a GPU another process holds.
+    #[error("fake GPU {ordinal} is busy: another process holds it (KERNELBOOK_FAKE_BUSY)")]
+    FakeBusy { ordinal: usize },
 }
 
 /// Finds the GPU and compiler `choice` allows, without opening the GPU. With `Auto`, CUDA is
 /// tried first, then HIP; the error says why each was not usable.
 pub fn find(choice: BackendChoice) -> Result<Found, BackendError> {
+    find_gpu(choice, 0)
+}
+
+/// [`find`] for GPU `ordinal` of the vendor (counted as its driver counts them).
+pub fn find_gpu(choice: BackendChoice, ordinal: usize) -> Result<Found, BackendError> {
     let cuda = || -> Result<Found, cuda::Unavailable> {
-        let probe = cuda::probe()?;
+        let probe = cuda::probe_gpu(ordinal)?;
         let compiler = cuda::Nvrtc::load()?;
         Ok(Found {
             backend: BackendChoice::Cuda,
@@ -462,7 +473,7 @@ pub fn find(choice: BackendChoice) -> Result<Found, BackendError> {
         })
     };
     let hip = || -> Result<Found, hip::Unavailable> {
-        let probe = hip::probe()?;
+        let probe = hip::probe_gpu(ordinal)?;
         let compiler = hip::Hiprtc::load()?;
         Ok(Found {
             backend: BackendChoice::Hip,
@@ -477,14 +488,32 @@ pub fn find(choice: BackendChoice) -> Result<Found, BackendError> {
         BackendChoice::Auto => {
             cuda().or_else(|cuda| hip().map_err(|hip| BackendError::Neither { cuda, hip }))
         }
-        BackendChoice::Fake => find_fake(),
+        BackendChoice::Fake => find_fake(ordinal),
     }
 }
 
-/// The fake device and compiler, as [`find`] reports a GPU.
+/// Every GPU of the vendor `choice` allows (with `Auto`, CUDA's if it reports any, else HIP's),
+/// in the driver's order, without opening any: what `--devices` chooses from.
+pub fn gpus(choice: BackendChoice) -> Result<(BackendChoice, Vec<DeviceInfo>), BackendError> {
+    let infos = |probes: Vec<cuda::Probe>| probes.into_iter().map(|p| p.info).collect();
+    let hip_infos = |probes: Vec<hip::Probe>| probes.into_iter().map(|p| p.info).collect();
+    match choice {
+        BackendChoice::Cuda => Ok((BackendChoice::Cuda, infos(cuda::probe_all()?))),
+        BackendChoice::Hip => Ok((BackendChoice::Hip, hip_infos(hip::probe_all()?))),
+        BackendChoice::Auto => match cuda::probe_all() {
+            Ok(probes) => Ok((BackendChoice::Cuda, infos(probes))),
+            Err(cuda) => hip::probe_all()
+                .map(|probes| (BackendChoice::Hip, hip_infos(probes)))
+                .map_err(|hip| BackendError::Neither { cuda, hip }),
+        },
+        BackendChoice::Fake => fake_gpus().map(|infos| (BackendChoice::Fake, infos)),
+    }
+}
+
+/// Fake GPU `ordinal` (of those visible) and the fake compiler, as [`find`] reports a GPU.
 #[cfg(any(test, feature = "testing"))]
-fn find_fake() -> Result<Found, BackendError> {
-    let device = fake::FakeDevice::new();
+fn find_fake(ordinal: usize) -> Result<Found, BackendError> {
+    let device = fake::FakeDevice::gpu(fake_index(ordinal)?);
     Ok(Found {
         backend: BackendChoice::Fake,
         driver_version: device.driver_version(),
@@ -494,17 +523,52 @@ fn find_fake() -> Result<Found, BackendError> {
 }
 
 #[cfg(not(any(test, feature = "testing")))]
-fn find_fake() -> Result<Found, BackendError> {
+fn find_fake(_: usize) -> Result<Found, BackendError> {
     Err(BackendError::FakeNotBuilt)
 }
 
-/// Opens GPU 0 of `backend` (`Cuda`, `Hip` or `Fake`; `Auto` means CUDA).
-pub fn open(backend: BackendChoice) -> Result<Box<dyn Device + Send>, BackendError> {
+/// The host index of visible fake GPU `ordinal`.
+#[cfg(any(test, feature = "testing"))]
+fn fake_index(ordinal: usize) -> Result<usize, BackendError> {
+    let visible = fake::visible_from_env();
+    visible
+        .get(ordinal)
+        .copied()
+        .ok_or(BackendError::NoSuchFakeGpu {
+            ordinal,
+            count: visible.len(),
+        })
+}
+
+#[cfg(any(test, feature = "testing"))]
+fn fake_gpus() -> Result<Vec<DeviceInfo>, BackendError> {
+    Ok(fake::visible_from_env()
+        .into_iter()
+        .map(|index| fake::FakeDevice::gpu(index).info)
+        .collect())
+}
+
+#[cfg(not(any(test, feature = "testing")))]
+fn fake_gpus() -> Result<Vec<DeviceInfo>, BackendError> {
+    Err(BackendError::FakeNotBuilt)
+}
+
+/// Opens GPU `ordinal` of `backend` (`Cuda`, `Hip` or `Fake`; `Auto` means CUDA).
+pub fn open(
+    backend: BackendChoice,
+    ordinal: usize,
+) -> Result<Box<dyn Device + Send>, BackendError> {
     Ok(match backend {
-        BackendChoice::Hip => Box::new(hip::HipDevice::open(0)?),
-        BackendChoice::Cuda | BackendChoice::Auto => Box::new(cuda::CudaDevice::open(0)?),
+        BackendChoice::Hip => Box::new(hip::HipDevice::open(ordinal)?),
+        BackendChoice::Cuda | BackendChoice::Auto => Box::new(cuda::CudaDevice::open(ordinal)?),
         #[cfg(any(test, feature = "testing"))]
-        BackendChoice::Fake => Box::new(fake::FakeDevice::new()),
+        BackendChoice::Fake => {
+            let index = fake_index(ordinal)?;
+            if fake::busy(index) {
+                return Err(BackendError::FakeBusy { ordinal });
+            }
+            Box::new(fake::FakeDevice::gpu(index))
+        }
         #[cfg(not(any(test, feature = "testing")))]
         BackendChoice::Fake => return Err(BackendError::FakeNotBuilt),
     })

@@ -78,6 +78,7 @@ impl Progress for EventWriter {
 /// The device a child opened for its first request, kept for the next.
 struct ChildGpu {
     backend: BackendChoice,
+    ordinal: usize,
     device: Box<dyn Device + Send>,
     compiler: Box<dyn Compiler + Send>,
 }
@@ -126,11 +127,16 @@ fn measure_request(
 ) -> Result<(Option<Clocks>, bool), String> {
     let request: ChildRequest =
         serde_json::from_str(line).map_err(|e| format!("malformed request: {e}"))?;
-    if gpu.as_ref().is_none_or(|g| g.backend != request.backend) {
-        let found = backend::find(request.backend).map_err(|e| e.to_string())?;
+    if gpu
+        .as_ref()
+        .is_none_or(|g| (g.backend, g.ordinal) != (request.backend, request.ordinal))
+    {
+        let found =
+            backend::find_gpu(request.backend, request.ordinal).map_err(|e| e.to_string())?;
         *gpu = Some(ChildGpu {
             backend: request.backend,
-            device: backend::open(found.backend).map_err(|e| e.to_string())?,
+            ordinal: request.ordinal,
+            device: backend::open(found.backend, request.ordinal).map_err(|e| e.to_string())?,
             compiler: found.compiler,
         });
     }

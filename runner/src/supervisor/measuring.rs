@@ -60,7 +60,7 @@ impl MeasuringProcess {
 /// provenance the first child reported.
 pub fn measure_in_children(
     process: &MeasuringProcess,
-    backend: BackendChoice,
+    (backend, ordinal): (BackendChoice, usize),
     plan: &LabPlan,
     seed: u64,
     progress: &mut dyn Progress,
@@ -80,6 +80,7 @@ pub fn measure_in_children(
         first = false;
         let request = ChildRequest {
             backend,
+            ordinal,
             plan: plan.clone(),
             options: RunOptions {
                 seed,

@@ -65,6 +65,8 @@ enum Place {
 /// Schedules measurements: see the module documentation.
 pub struct Supervisor {
     backend: BackendChoice,
+    /// Which of the vendor's GPUs measures (`--devices`): 0 unless [`on_gpu`](Self::on_gpu).
+    ordinal: usize,
     place: Place,
     python: PythonPeers,
     /// NumPy references of labs measured in this process (a measuring child keeps its own).
@@ -91,10 +93,22 @@ impl Supervisor {
         };
         Supervisor {
             backend,
+            ordinal: 0,
             place,
             python: PythonPeers::new(),
             references: Mutex::new(PythonReferences::new()),
         }
+    }
+
+    /// Measures on the vendor's GPU `ordinal`, whose UUID is `uuid`: the measuring children
+    /// open that GPU, and the Python rows see only it (an NVIDIA GPU's UUID is what
+    /// `CUDA_VISIBLE_DEVICES` takes).
+    pub fn on_gpu(mut self, ordinal: usize, uuid: &str) -> Supervisor {
+        self.ordinal = ordinal;
+        if self.backend == BackendChoice::Cuda {
+            self.python = self.python.on_gpu(uuid);
+        }
+        self
     }
 
     /// Runs the Python rows with another interpreter (tests use stand-ins).
@@ -141,7 +155,13 @@ impl Supervisor {
                     "lab `{}`: measuring in a separate process",
                     plan.lab
                 ));
-                measuring::measure_in_children(process, self.backend, plan, seed, progress)?
+                measuring::measure_in_children(
+                    process,
+                    (self.backend, self.ordinal),
+                    plan,
+                    seed,
+                    progress,
+                )?
             }
             Place::InProcess(device) => self.measure_here(device, plan, seed, progress)?,
         };
@@ -155,7 +175,7 @@ impl Supervisor {
         if let (true, Place::Children { exe, .. }) = (plan.profile, &self.place) {
             results.profile = Some(profile::profile_lab(
                 exe,
-                self.backend,
+                (self.backend, self.ordinal),
                 plan,
                 &results,
                 progress,
@@ -180,7 +200,7 @@ impl Supervisor {
         match &self.place {
             Place::Children { exe, .. } => Ok(profile::profile_lab(
                 exe,
-                self.backend,
+                (self.backend, self.ordinal),
                 plan,
                 results,
                 progress,
@@ -205,10 +225,9 @@ impl Supervisor {
             .map_err(|_| RunError::Unavailable("the GPU state was poisoned by a panic".into()))?;
         if guard.is_none() {
             progress.stage("opening the GPU");
-            let found =
-                backend::find(self.backend).map_err(|e| RunError::Unavailable(e.to_string()))?;
-            let opened =
-                backend::open(found.backend).map_err(|e| RunError::Unavailable(e.to_string()))?;
+            let unavailable = |e: backend::BackendError| RunError::Unavailable(e.to_string());
+            let found = backend::find_gpu(self.backend, self.ordinal).map_err(unavailable)?;
+            let opened = backend::open(found.backend, self.ordinal).map_err(unavailable)?;
             *guard = Some((opened, found.compiler));
         }
         let Some((device, compiler)) = guard.as_mut() else {

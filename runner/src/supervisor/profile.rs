@@ -18,7 +18,7 @@ use std::time::Duration;
 /// their own.
 pub(super) fn profile_lab(
     exe: &Path,
-    backend: crate::backend::BackendChoice,
+    (backend, ordinal): (crate::backend::BackendChoice, usize),
     plan: &crate::plan::LabPlan,
     results: &kernelbook_core::results::LabResults,
     progress: &mut dyn crate::engine::Progress,
@@ -60,6 +60,7 @@ pub(super) fn profile_lab(
         ));
         let request = crate::protocol::ChildRequest {
             backend,
+            ordinal,
             plan: profiled.clone(),
             options: crate::engine::RunOptions {
                 seed: results.provenance.input_seed,

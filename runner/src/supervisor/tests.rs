@@ -24,7 +24,8 @@ fn plan() -> LabPlan {
 
 /// A provenance to report, from a recording committed with the book.
 fn begin() -> Event {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../labs/recorded/bandwidth.json");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../labs/recorded/nvidia-h200-d8d1645c/bandwidth.json");
     let text = std::fs::read_to_string(path).expect("a recording");
     let results: LabResults = serde_json::from_str(&text).expect("recorded results");
     Event::Begin {
@@ -204,6 +205,27 @@ fn a_kernels_printf_does_not_corrupt_the_protocol() {
         assert_eq!(results.provenance.device.name, "NVIDIA H200");
     }
     assert_eq!(starts(dir.path()), 1, "the child stayed usable");
+}
+
+/// A supervisor for the host's second GPU sends its measuring child requests for that GPU.
+#[test]
+fn the_child_is_asked_for_the_supervisors_gpu() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lab = plan();
+    let events: Vec<Event> = std::iter::once(begin())
+        .chain(variants_from(&lab, 0))
+        .chain([done(true)])
+        .collect();
+    reply(dir.path(), "reply", &events);
+    let exe = fake_child(
+        dir.path(),
+        "while read line; do echo \"$line\" > request; cat reply >&3; done",
+    );
+    measure(&supervisor(&exe).on_gpu(1, "GPU-b780f725"));
+    let request = std::fs::read_to_string(dir.path().join("request")).expect("a request");
+    let request: crate::protocol::ChildRequest =
+        serde_json::from_str(request.trim()).expect("the child's request");
+    assert_eq!(request.ordinal, 1);
 }
 
 /// A child started without a channel is not told of one, even if this process was.

@@ -27,4 +27,4 @@ mod tensor_map;
 
 pub use device::{Cuda, CudaDevice, Function};
 pub use nvrtc::{Nvrtc, disable_compute_cache, nvrtc_present};
-pub use probe::{Probe, Unavailable, driver_present, probe};
+pub use probe::{Probe, Unavailable, driver_present, probe, probe_all, probe_gpu};

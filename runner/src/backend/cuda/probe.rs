@@ -74,7 +74,22 @@ pub struct Probe {
 
 /// Identifies GPU 0 without creating a context.
 pub fn probe() -> Result<Probe, Unavailable> {
-    probe_ordinal(0).map(|(probe, _)| probe)
+    probe_gpu(0)
+}
+
+/// Identifies GPU `ordinal` (counted as the driver counts them: among the GPUs
+/// `CUDA_VISIBLE_DEVICES` leaves visible) without creating a context.
+pub fn probe_gpu(ordinal: usize) -> Result<Probe, Unavailable> {
+    probe_ordinal(ordinal).map(|(probe, _)| probe)
+}
+
+/// Identifies every GPU the driver reports, in its order, without creating a context.
+pub fn probe_all() -> Result<Vec<Probe>, Unavailable> {
+    let first = probe_ordinal(0)?.0;
+    let count = result::device_count("the CUDA driver could not count its GPUs")
+        .map_err(Unavailable::driver)?;
+    let rest = (1..usize::try_from(count).unwrap_or(1)).map(probe_gpu);
+    std::iter::once(Ok(first)).chain(rest).collect()
 }
 
 /// Identifies GPU `ordinal`; also returns the driver's raw version number.

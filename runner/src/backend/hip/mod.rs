@@ -77,5 +77,5 @@ pub use loader::{
     runtime_present,
 };
 pub use metadata::{EM_AMDGPU, KernelMetadata, is_amdgpu_elf, kernel_metadata};
-pub use probe::{Probe, format_hip_version, parse_gcn_arch_name, probe};
+pub use probe::{Probe, format_hip_version, parse_gcn_arch_name, probe, probe_all, probe_gpu};
 pub use result::{HipError, classify};

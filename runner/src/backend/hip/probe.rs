@@ -32,8 +32,23 @@ pub(super) enum DescribeError {
 
 /// Identifies AMD GPU 0.
 pub fn probe() -> Result<Probe, Unavailable> {
+    probe_gpu(0)
+}
+
+/// Identifies AMD GPU `ordinal` (counted as HIP counts them: among the GPUs
+/// `HIP_VISIBLE_DEVICES` leaves visible).
+pub fn probe_gpu(ordinal: usize) -> Result<Probe, Unavailable> {
     let rt = runtime()?;
-    probe_ordinal(rt, 0).map(|(probe, _)| probe)
+    probe_ordinal(rt, ordinal).map(|(probe, _)| probe)
+}
+
+/// Identifies every AMD GPU the runtime reports, in its order.
+pub fn probe_all() -> Result<Vec<Probe>, Unavailable> {
+    let rt = runtime()?;
+    let count = usize::try_from(device_count(rt)?).unwrap_or(0);
+    (0..count)
+        .map(|ordinal| probe_ordinal(rt, ordinal).map(|(probe, _)| probe))
+        .collect()
 }
 
 /// Identifies GPU `ordinal`; also returns its `hipDevice_t`.

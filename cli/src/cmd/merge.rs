@@ -1,0 +1,172 @@
+//! `kernelbook merge --into DIR SOURCE…`: gathers recordings folders (each a folder per GPU:
+//! the book's own, a Slurm task's results) into one, which `kernelbook build --recordings`
+//! builds from. Each file is checked as the book checks a recording before it is copied; a
+//! later source's recording of a lab replaces an earlier one's in the same GPU's folder, and
+//! the command says so.
+
+use crate::output::{self, say};
+use crate::project::Context;
+use anyhow::bail;
+use kernelbook_runner::store::{Recordings, read_results, write_results};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The recordings folder to write (a folder per GPU).
+    #[arg(long, value_name = "DIR")]
+    into: PathBuf,
+    /// Recordings folders to gather, in order (a folder per GPU each).
+    #[arg(required = true, value_name = "SOURCE")]
+    sources: Vec<PathBuf>,
+}
+
+/// One recording a source offers: its GPU folder and its file name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Offered {
+    pub folder: String,
+    pub file: String,
+}
+
+/// What to copy, from which source (by index), and what replaced what: each GPU folder and
+/// file once, from the last source that has it.
+pub fn plan_merge(sources: &[(String, Vec<Offered>)]) -> (Vec<(usize, Offered)>, Vec<String>) {
+    let mut chosen: std::collections::BTreeMap<Offered, usize> = Default::default();
+    let mut notices = Vec::new();
+    for (index, (name, offered)) in sources.iter().enumerate() {
+        for recording in offered {
+            if let Some(earlier) = chosen.insert(recording.clone(), index) {
+                notices.push(format!(
+                    "{}/{} from {name} replaces the one from {}",
+                    recording.folder, recording.file, sources[earlier].0
+                ));
+            }
+        }
+    }
+    let copies = chosen
+        .into_iter()
+        .map(|(offered, index)| (index, offered))
+        .collect();
+    (copies, notices)
+}
+
+pub fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let mut sources = Vec::new();
+    for source in &args.sources {
+        let recordings = Recordings::new(source);
+        let folders = recordings.folders();
+        if folders.is_empty() {
+            output::notice(&format!(
+                "kernelbook: merge: {} holds no GPU's recordings",
+                source.display()
+            ));
+        }
+        let offered = folders
+            .iter()
+            .flat_map(|folder| {
+                json_files(&source.join(folder))
+                    .into_iter()
+                    .map(|file| Offered {
+                        folder: folder.clone(),
+                        file,
+                    })
+            })
+            .collect();
+        sources.push((source.display().to_string(), offered));
+    }
+    let (copies, notices) = plan_merge(&sources);
+    for notice in notices {
+        output::notice(&format!("kernelbook: merge: {notice}"));
+    }
+    let mut merged = 0;
+    for (index, offered) in &copies {
+        let from = args.sources[*index]
+            .join(&offered.folder)
+            .join(&offered.file);
+        match read_results(&from) {
+            Ok(Some(results)) => {
+                write_results(
+                    &args.into.join(&offered.folder).join(&offered.file),
+                    &results,
+                )?;
+                merged += 1;
+            }
+            Ok(None) => {}
+            Err(distrust) => output::notice(&format!("kernelbook: merge: {distrust}")),
+        }
+    }
+    if merged == 0 {
+        bail!("nothing to merge: no source holds a recording that can be trusted");
+    }
+    let gpus: std::collections::BTreeSet<&str> =
+        copies.iter().map(|(_, o)| o.folder.as_str()).collect();
+    say!(
+        &mut output::stdout(),
+        "merged {merged} recordings of {} GPUs into {}",
+        gpus.len(),
+        args.into.display()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The `*.json` files of `dir`, by name.
+fn json_files(dir: &std::path::Path) -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|name| name.ends_with(".json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn offered(folder: &str, file: &str) -> Offered {
+        Offered {
+            folder: folder.into(),
+            file: file.into(),
+        }
+    }
+
+    #[test]
+    fn a_later_source_replaces_an_earlier_ones_recording_of_the_same_gpu_and_lab() {
+        let sources = vec![
+            (
+                "labs/recorded".to_string(),
+                vec![
+                    offered("nvidia-h200-d8d1645c", "copy.json"),
+                    offered("nvidia-h200-d8d1645c", "fusion.json"),
+                ],
+            ),
+            (
+                "results/a".to_string(),
+                vec![offered("nvidia-a100-1234abcd", "copy.json")],
+            ),
+            (
+                "results/b".to_string(),
+                vec![offered("nvidia-h200-d8d1645c", "copy.json")],
+            ),
+        ];
+        let (copies, notices) = plan_merge(&sources);
+        assert_eq!(
+            copies,
+            vec![
+                (1, offered("nvidia-a100-1234abcd", "copy.json")),
+                (2, offered("nvidia-h200-d8d1645c", "copy.json")),
+                (0, offered("nvidia-h200-d8d1645c", "fusion.json")),
+            ]
+        );
+        assert_eq!(
+            notices,
+            ["nvidia-h200-d8d1645c/copy.json from results/b replaces the one from labs/recorded"]
+        );
+    }
+}

@@ -1,0 +1,278 @@
+//! The exports, read back the way their readers read them: the nvbench JSON by a port of what
+//! NVIDIA/nvbench's `python/scripts/nvbench_compare.py` (file version 1.0.0) looks up, the CSV
+//! by a CSV reader.
+
+use super::*;
+use kernelbook_core::results::{FailureStage, Outcome};
+use serde_json::Value;
+use std::path::Path;
+
+/// The book's own recording of a lab (the H200's).
+fn recording(lab: &str) -> LabResults {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../labs/recorded/nvidia-h200-d8d1645c")
+        .join(format!("{lab}.json"));
+    let text = std::fs::read_to_string(&path).expect("a recording");
+    LabResults::from_json(&text).expect("valid")
+}
+
+/// The H200's transpose and bandwidth labs; `slower` makes every sample twice as long.
+fn gpu(folder: &str, slower: bool) -> GpuResults {
+    let mut results = vec![recording("transpose"), recording("bandwidth")];
+    if slower {
+        for lab in &mut results {
+            for v in &mut lab.variants {
+                if let Outcome::Measured { summary, .. } = &mut v.outcome {
+                    summary.mean_ms *= 2.0;
+                }
+            }
+        }
+    }
+    GpuResults {
+        folder: folder.into(),
+        results,
+    }
+}
+
+/// One row of nvbench_compare's table: benchmark, state, reference and compared mean GPU
+/// time (seconds), both noises.
+#[derive(Debug, Clone, PartialEq)]
+struct CompareRow {
+    bench: String,
+    state: String,
+    ref_time: f64,
+    cmp_time: f64,
+    ref_noise: f64,
+    cmp_noise: f64,
+}
+
+fn field<'a>(node: &'a Value, key: &str) -> Result<&'a Value, String> {
+    node.get(key).ok_or_else(|| format!("no `{key}` in {node}"))
+}
+
+fn list<'a>(node: &'a Value, key: &str) -> Result<&'a Vec<Value>, String> {
+    field(node, key)?
+        .as_array()
+        .ok_or_else(|| format!("`{key}` is not a list"))
+}
+
+/// What nvbench_compare.py does with two files, as far as it reads them: the file version,
+/// benchmarks matched by name, devices by id, states by name, each axis value formatted
+/// against its axis (an int64's value parsed as an integer), and the cold mean time and noise
+/// summaries found by tag, their `value` datum a float64 written as a string.
+fn nvbench_compare(reference: &Value, compare: &Value) -> Result<Vec<CompareRow>, String> {
+    for root in [reference, compare] {
+        let version = field(
+            field(field(field(root, "meta")?, "version")?, "json")?,
+            "string",
+        )?;
+        if version != "1.0.0" {
+            return Err(format!("file version {version}"));
+        }
+    }
+    let devices = list(compare, "devices")?;
+    let mut rows = Vec::new();
+    for cmp_bench in list(compare, "benchmarks")? {
+        let name = field(cmp_bench, "name")?;
+        let Some(ref_bench) = list(reference, "benchmarks")?
+            .iter()
+            .find(|b| b.get("name") == Some(name))
+        else {
+            continue;
+        };
+        let axes = list(cmp_bench, "axes")?;
+        for id in list(cmp_bench, "devices")? {
+            if !devices.iter().any(|d| d.get("id") == Some(id)) {
+                return Err(format!("benchmark {name}: no device {id}"));
+            }
+        }
+        for cmp_state in list(cmp_bench, "states")? {
+            let state_name = field(cmp_state, "name")?;
+            let Some(ref_state) = list(ref_bench, "states")?
+                .iter()
+                .find(|s| s.get("name") == Some(state_name))
+            else {
+                continue;
+            };
+            check_axis_values(cmp_state, axes)?;
+            let (cmp_summaries, ref_summaries) =
+                (list(cmp_state, "summaries")?, list(ref_state, "summaries")?);
+            if cmp_summaries.is_empty() || ref_summaries.is_empty() {
+                continue;
+            }
+            let value = |summaries: &[Value], tag: &str| summary_value(summaries, tag);
+            rows.push(CompareRow {
+                bench: name.as_str().unwrap_or_default().into(),
+                state: state_name.as_str().unwrap_or_default().into(),
+                ref_time: value(ref_summaries, "nv/cold/time/gpu/mean")?,
+                cmp_time: value(cmp_summaries, "nv/cold/time/gpu/mean")?,
+                ref_noise: value(ref_summaries, "nv/cold/time/gpu/stdev/relative")?,
+                cmp_noise: value(cmp_summaries, "nv/cold/time/gpu/stdev/relative")?,
+            });
+        }
+    }
+    Ok(rows)
+}
+
+/// `format_axis_value`: every axis value names an axis of the benchmark, and an int64 one
+/// holds an integer.
+fn check_axis_values(state: &Value, axes: &[Value]) -> Result<(), String> {
+    for axis_value in list(state, "axis_values")? {
+        let name = field(axis_value, "name")?;
+        let axis = axes
+            .iter()
+            .find(|a| a.get("name") == Some(name))
+            .ok_or_else(|| format!("axis value {name} names no axis"))?;
+        field(axis, "flags")?;
+        if field(axis, "type")? == "int64" {
+            let text = field(axis_value, "value")?;
+            let as_text = text.as_str().map(String::from).unwrap_or(text.to_string());
+            as_text
+                .parse::<i64>()
+                .map_err(|_| format!("int64 axis value {text}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `lookup_summary` then `extract_value`: the summary with `tag`, its `value` datum, which
+/// must be a float64.
+fn summary_value(summaries: &[Value], tag: &str) -> Result<f64, String> {
+    let summary = summaries
+        .iter()
+        .find(|s| s.get("tag").and_then(Value::as_str) == Some(tag))
+        .ok_or_else(|| format!("no summary {tag}"))?;
+    let datum = list(summary, "data")?
+        .iter()
+        .find(|d| d.get("name").and_then(Value::as_str) == Some("value"))
+        .ok_or_else(|| format!("{tag}: no value"))?;
+    if field(datum, "type")? != "float64" {
+        return Err(format!("{tag}: not a float64"));
+    }
+    field(datum, "value")?
+        .as_str()
+        .ok_or_else(|| format!("{tag}: the value is not a string"))?
+        .parse()
+        .map_err(|err| format!("{tag}: {err}"))
+}
+
+#[test]
+fn nvbench_compare_diffs_two_gpus_variant_by_variant() {
+    let argv = vec!["kernelbook".to_string(), "export".into()];
+    let reference = nvbench::document(&[gpu("nvidia-h200-d8d1645c", false)], &argv);
+    let compare = nvbench::document(&[gpu("nvidia-h200-b780f725", true)], &argv);
+    let rows = nvbench_compare(&reference, &compare).expect("nvbench_compare reads both");
+    let transpose = recording("transpose");
+    let measured = |lab: &LabResults| {
+        lab.variants
+            .iter()
+            .filter(|v| matches!(v.outcome, Outcome::Measured { .. }))
+            .count()
+    };
+    assert_eq!(
+        rows.len(),
+        measured(&transpose) + measured(&recording("bandwidth"))
+    );
+    let naive = rows
+        .iter()
+        .find(|r| r.bench == "transpose" && r.state.starts_with("Device=0 Variant=naive "))
+        .expect("the naive transpose");
+    let Some(Outcome::Measured { summary, .. }) = transpose.variant("naive").map(|v| &v.outcome)
+    else {
+        panic!("naive was measured");
+    };
+    assert_eq!(naive.ref_time, summary.mean_ms / 1000.0);
+    assert_eq!(naive.cmp_time, 2.0 * naive.ref_time);
+    assert_eq!(naive.ref_noise, summary.rel_spread);
+    assert!(naive.state.contains(" n=8192"), "{}", naive.state);
+    assert_eq!(
+        reference["devices"], compare["devices"],
+        "two boards of one kind: nvbench_compare compares them without --ignore-devices"
+    );
+}
+
+#[test]
+fn a_variant_without_a_time_is_a_skipped_state_with_its_reason() {
+    let mut one = gpu("nvidia-h200-d8d1645c", false);
+    one.results[0].variants[1].outcome = Outcome::Failed {
+        stage: FailureStage::Launch,
+        message: "an illegal address".into(),
+    };
+    let doc = nvbench::document(&[one], &[]);
+    let state = &doc["benchmarks"][1]["states"][1];
+    assert_eq!(doc["benchmarks"][1]["name"], "transpose");
+    assert_eq!(state["is_skipped"], true);
+    assert_eq!(
+        state["skip_reason"],
+        "failed at the launch: an illegal address"
+    );
+    assert_eq!(state["summaries"], serde_json::json!([]));
+    let device = &doc["devices"][0];
+    assert_eq!(device["name"], "NVIDIA H200");
+    assert_eq!(device["sm_version"], 900);
+    assert_eq!(device["global_memory_bus_width"], 6016);
+    assert_eq!(
+        doc["meta"]["kernelbook"][0]["folder"],
+        "nvidia-h200-d8d1645c"
+    );
+}
+
+#[test]
+fn bandwidth_summaries_are_bytes_per_second_and_a_fraction_of_peak() {
+    let doc = nvbench::document(&[gpu("h200", false)], &[]);
+    let bandwidth = recording("bandwidth");
+    let memcpy = bandwidth.variant("memcpy").expect("memcpy");
+    let Outcome::Measured { summary, .. } = &memcpy.outcome else {
+        panic!("measured");
+    };
+    let state = doc["benchmarks"][0]["states"]
+        .as_array()
+        .and_then(|states| {
+            states.iter().find(|s| {
+                s["name"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("Variant=memcpy "))
+            })
+        })
+        .expect("memcpy's state");
+    let summaries = state["summaries"].as_array().expect("summaries");
+    let bytes_per_second =
+        summary_value(summaries, "nv/cold/bw/global/bytes_per_second").expect("bandwidth");
+    assert_eq!(
+        bytes_per_second,
+        memcpy.bytes_moved as f64 / (summary.mean_ms / 1000.0)
+    );
+    let utilization = summary_value(summaries, "nv/cold/bw/global/utilization").expect("util");
+    let peak = bandwidth.provenance.device.theoretical_gbs() * 1e9;
+    assert!((utilization - bytes_per_second / peak).abs() < 1e-12);
+}
+
+#[test]
+fn the_csv_has_a_row_per_gpu_lab_and_variant() {
+    let gpus = [gpu("nvidia-h200-d8d1645c", false), gpu("other", true)];
+    let text = csv_text(&gpus).expect("csv");
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .expect("a header")
+        .iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(header, CSV_HEADER);
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("a row")).collect();
+    let variants = recording("transpose").variants.len() + recording("bandwidth").variants.len();
+    assert_eq!(rows.len(), 2 * variants);
+    let column = |name: &str| CSV_HEADER.iter().position(|h| *h == name).expect("column");
+    let memcpy = rows
+        .iter()
+        .find(|r| &r[column("lab")] == "bandwidth" && &r[column("variant")] == "memcpy")
+        .expect("memcpy");
+    assert_eq!(&memcpy[column("gpu")], "nvidia-h200-d8d1645c");
+    assert_eq!(&memcpy[column("pct_of_ceiling")], "100");
+    let gbs: f64 = memcpy[column("gbs")].parse().expect("a number");
+    let expected = recording("bandwidth")
+        .variant("memcpy")
+        .and_then(|v| v.effective_gbs())
+        .expect("GB/s");
+    assert_eq!(gbs, expected);
+}

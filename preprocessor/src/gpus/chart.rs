@@ -1,0 +1,184 @@
+//! A lab's effective bandwidth on every GPU as one SVG chart: a group of bars per variant, a
+//! bar (a series, one colour) per GPU, on one GB/s axis from zero. Coordinates are computed
+//! here; `templates/gpus-chart.hbs` only places them.
+
+use super::view::LabComparison;
+use serde::Serialize;
+
+const WIDTH: f64 = 640.0;
+/// Room for the variants' labels, left of the bars.
+const LEFT: f64 = 170.0;
+const RIGHT: f64 = 56.0;
+const TOP: f64 = 8.0;
+/// Room for the axis' labels below the bars, and the legend below them.
+const AXIS: f64 = 32.0;
+const LEGEND_LINE: f64 = 16.0;
+const BAR: f64 = 9.0;
+const GROUP_GAP: f64 = 10.0;
+/// Distinct colours (CSS classes `series-0` …); a seventh GPU reuses the first.
+const SERIES: usize = 6;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChartView {
+    pub width: f64,
+    pub height: f64,
+    pub left: f64,
+    pub right: f64,
+    pub top: f64,
+    /// Where the bars end and the axis is.
+    pub bottom: f64,
+    pub groups: Vec<Group>,
+    pub bars: Vec<Bar>,
+    pub ticks: Vec<Tick>,
+    pub legend: Vec<LegendItem>,
+    /// What the chart shows, for a screen reader.
+    pub label: String,
+}
+
+/// A variant's label, at the middle of its bars.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Group {
+    pub y: f64,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Bar {
+    pub y: f64,
+    pub width: f64,
+    /// Where the bar ends (its figure stands after it).
+    pub end: f64,
+    pub height: f64,
+    pub series: usize,
+    /// The tooltip and the figure at its end: "NVIDIA H200 (nvidia-h200-d8d1645c): 3908 GB/s".
+    pub title: String,
+    pub value: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tick {
+    pub x: f64,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LegendItem {
+    pub x: f64,
+    pub y: f64,
+    pub series: usize,
+    pub text: String,
+}
+
+/// The chart of a lab that moves bytes, where some GPU measured a variant; `None` otherwise.
+pub fn chart(lab: &LabComparison) -> Option<ChartView> {
+    if !lab.bandwidth {
+        return None;
+    }
+    let max = lab
+        .rows
+        .iter()
+        .flat_map(|row| row.cells.iter().filter_map(|cell| cell.gbs_value))
+        .fold(0.0_f64, f64::max);
+    if max <= 0.0 {
+        return None;
+    }
+    let gpus = lab.columns.len();
+    let group_height = gpus as f64 * BAR + GROUP_GAP;
+    let bottom = TOP + lab.rows.len() as f64 * group_height;
+    let scale_max = nice_ceiling(max);
+    let scale = (WIDTH - LEFT - RIGHT) / scale_max;
+    let mut bars = Vec::new();
+    let mut groups = Vec::new();
+    for (row_index, row) in lab.rows.iter().enumerate() {
+        let top = TOP + row_index as f64 * group_height;
+        groups.push(Group {
+            y: top + gpus as f64 * BAR / 2.0,
+            label: row.label.clone(),
+        });
+        for (series, (cell, column)) in row.cells.iter().zip(&lab.columns).enumerate() {
+            let Some(gbs) = cell.gbs_value else {
+                continue;
+            };
+            let width = (gbs * scale).max(0.5);
+            bars.push(Bar {
+                y: top + series as f64 * BAR,
+                width,
+                end: LEFT + width,
+                height: BAR - 1.0,
+                series: series % SERIES,
+                title: format!("{}: {} GB/s", series_name(column), cell.gbs),
+                value: cell.gbs.clone(),
+            });
+        }
+    }
+    let ticks = (0..=4)
+        .map(|k| {
+            let value = scale_max * f64::from(k) / 4.0;
+            Tick {
+                x: LEFT + value * scale,
+                label: if value.fract() == 0.0 {
+                    format!("{value:.0}")
+                } else {
+                    format!("{value:.1}")
+                },
+            }
+        })
+        .collect();
+    let legend: Vec<LegendItem> = lab
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(series, column)| LegendItem {
+            x: LEFT,
+            y: bottom + AXIS + series as f64 * LEGEND_LINE,
+            series: series % SERIES,
+            text: series_name(column),
+        })
+        .collect();
+    Some(ChartView {
+        width: WIDTH,
+        height: bottom + AXIS + legend.len() as f64 * LEGEND_LINE,
+        left: LEFT,
+        right: WIDTH - RIGHT,
+        top: TOP,
+        bottom,
+        groups,
+        bars,
+        ticks,
+        legend,
+        label: format!("Effective GB/s of {} on each GPU", lab.title),
+    })
+}
+
+/// "NVIDIA H200 (nvidia-h200-d8d1645c)": a series' name, the board apart from its kind.
+fn series_name(column: &super::view::LabColumn) -> String {
+    if column.device.is_empty() {
+        column.folder.clone()
+    } else {
+        format!("{} ({})", column.device, column.folder)
+    }
+}
+
+/// The axis' end: `max` rounded up to 1, 2, 2.5 or 5 times a power of ten.
+fn nice_ceiling(max: f64) -> f64 {
+    let power = 10f64.powf(max.log10().floor());
+    [1.0, 2.0, 2.5, 5.0, 10.0]
+        .into_iter()
+        .map(|step| step * power)
+        .find(|&end| end >= max)
+        .unwrap_or(10.0 * power)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_axis_ends_at_a_round_figure_above_the_largest_bar() {
+        assert_eq!(nice_ceiling(3908.0), 5000.0);
+        assert_eq!(nice_ceiling(2000.0), 2000.0);
+        assert_eq!(nice_ceiling(8.4), 10.0);
+        assert_eq!(nice_ceiling(120.0), 200.0);
+        assert_eq!(nice_ceiling(240.0), 250.0);
+    }
+}

@@ -1,0 +1,83 @@
+//! Where a book's recordings are and which GPU's the chapters show, from book.toml:
+//!
+//! ```toml
+//! [preprocessor.kernelbook]
+//! labs = "labs"
+//! # A folder of GPU folders (default: `recorded` in the labs folder).
+//! recordings = "labs/recorded"
+//! # The GPU whose recordings the chapters show when there is no GPU to measure on.
+//! recorded-gpu = "nvidia-h200-d8d1645c"
+//! ```
+//!
+//! `kernelbook build --recordings DIR` sets `recordings` for one build (the Slurm merge job
+//! builds from the folders its tasks recorded).
+
+use crate::preprocessor::{NAME, labs_dir};
+use kernelbook_runner::store::{Recordings, choose_shown};
+use mdbook_preprocessor::config::Config;
+use std::path::{Path, PathBuf};
+
+/// The book.toml key (under `[preprocessor.kernelbook]`) of the recordings folder.
+pub const RECORDINGS_KEY: &str = "recordings";
+/// The book.toml key of the GPU folder the chapters show without a GPU.
+pub const SHOWN_KEY: &str = "recorded-gpu";
+
+/// The book's recordings: `recordings` from book.toml (relative to the book's root), else
+/// `recorded` in the labs folder.
+pub fn recordings(root: &Path, config: &Config) -> anyhow::Result<Recordings> {
+    let dir: Option<String> = config.get(&format!("preprocessor.{NAME}.{RECORDINGS_KEY}"))?;
+    Ok(Recordings::new(match dir {
+        Some(dir) => root.join(dir),
+        None => labs_dir(root, config)?.join("recorded"),
+    }))
+}
+
+/// The folder of the recordings the chapters show (see
+/// [`choose_shown`](kernelbook_runner::store::choose_shown)), and a notice about the choice
+/// where there is one to make.
+pub fn shown_dir(root: &Path, config: &Config) -> anyhow::Result<(PathBuf, Option<String>)> {
+    let recordings = recordings(root, config)?;
+    let setting: Option<String> = config.get(&format!("preprocessor.{NAME}.{SHOWN_KEY}"))?;
+    let shown = choose_shown(
+        setting.as_deref(),
+        &recordings.folders(),
+        recordings.has_flat_files(),
+    );
+    let dir = recordings
+        .folder(shown.folder.as_deref())
+        .dir()
+        .to_path_buf();
+    Ok((dir, shown.notice))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(text: &str) -> Config {
+        text.parse().expect("a book.toml")
+    }
+
+    #[test]
+    fn the_setting_names_the_folder_shown() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for gpu in ["nvidia-h200-d8d1645c", "fake-gpu-fake"] {
+            let folder = dir.path().join("labs/recorded").join(gpu);
+            std::fs::create_dir_all(&folder).expect("mkdir");
+            std::fs::write(folder.join("copy.json"), "{}").expect("write");
+        }
+        let chosen = config("[preprocessor.kernelbook]\nrecorded-gpu = \"nvidia-h200-d8d1645c\"\n");
+        assert_eq!(
+            shown_dir(dir.path(), &chosen).expect("read"),
+            (dir.path().join("labs/recorded/nvidia-h200-d8d1645c"), None)
+        );
+        let (first, notice) = shown_dir(dir.path(), &config("")).expect("read");
+        assert_eq!(first, dir.path().join("labs/recorded/fake-gpu-fake"));
+        assert!(notice.is_some(), "several GPUs and no choice: said so");
+        let elsewhere = config("[preprocessor.kernelbook]\nrecordings = \"runs/1\"\n");
+        assert_eq!(
+            recordings(dir.path(), &elsewhere).expect("read").root(),
+            dir.path().join("runs/1")
+        );
+    }
+}
