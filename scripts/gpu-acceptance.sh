@@ -8,7 +8,8 @@
 # the `gpu`, `book` and `check` test binaries). OUT receives summary.txt, recorded.tgz (the new
 # recordings, the fixture book's and every GPU's (devices/) included) and logs.txt (few files: the device tool brings back
 # at most eight). SKIP_BENCH=1 and SKIP_REPEAT=1 leave out the benchmark and the repeatability
-# runs, where device time is short. RUNS_OF="bandwidth transpose" runs those labs three times one
+# runs, where device time is short, and SKIP_DEVICES=1 the `record --devices all` step. Fresh
+# recordings go to the measuring GPU's own folder; RECORD_FOLDER=NAME writes them into that one. RUNS_OF="bandwidth transpose" runs those labs three times one
 # after the other (runs.tgz, and each run's ratios in the summary); LIVE_BOOK=1 builds the book
 # live after recording (book.tgz).
 set -uo pipefail
@@ -18,9 +19,7 @@ OUT=${OUT:-/tmp/kernelbook-acceptance}
 LOGS=$(mktemp -d)
 mkdir -p "$OUT"
 export KERNELBOOK_REPO=$PWD
-# The recordings the chapters show (labs/recorded/<gpu>/), re-recorded here whatever the board.
-SHOWN=$(sed -n 's/^recorded-gpu = "\(.*\)"$/\1/p' book.toml)
-RECORDED="labs/recorded/$SHOWN"
+RECORD_FOLDER=${RECORD_FOLDER:-}
 
 step() { echo; echo "== $*"; }
 seconds() { date +%s.%N; }
@@ -49,7 +48,9 @@ for lab in softplus row_sums axpy; do
 done
 
 step "record every lab" | tee -a "$OUT/summary.txt"
-t0=$(seconds); "$KERNELBOOK" record --folder "$SHOWN" 2>&1 | tee "$LOGS/record.txt"; t1=$(seconds)
+t0=$(seconds); "$KERNELBOOK" record ${RECORD_FOLDER:+--folder "$RECORD_FOLDER"} 2>&1 | tee "$LOGS/record.txt"; t1=$(seconds)
+# The folder written: the one named, else this GPU's own (the newest under labs/recorded).
+RECORDED=labs/recorded/${RECORD_FOLDER:-$(ls -t labs/recorded | grep -v -e '^experiments$' -e '\.md$' | head -1)}
 echo "record (all labs, compile included): $(elapsed "$t0" "$t1")" | tee -a "$OUT/summary.txt"
 python3 - "$RECORDED"/*.json <<'PY' | tee -a "$OUT/summary.txt"
 import json, sys
@@ -58,11 +59,14 @@ for path in sys.argv[1:]:
     print(f"  {r['lab']:<22} {r['provenance']['wall_seconds']:6.1f} s")
 PY
 
-step "every GPU of this machine at once (record --devices all)" | tee -a "$OUT/summary.txt"
 DEVICES="$LOGS/devices"
-t0=$(seconds); "$KERNELBOOK" record --devices all --out "$DEVICES" 2>&1 | tee "$LOGS/record-devices.txt"; t1=$(seconds)
-echo "record --devices all ($(nvidia-smi -L | wc -l) GPUs): $(elapsed "$t0" "$t1"), against one GPU's above" | tee -a "$OUT/summary.txt"
-grep -E "^│|GPUs measured side by side" "$LOGS/record-devices.txt" | tee -a "$OUT/summary.txt"
+mkdir -p "$DEVICES"
+if [ "${SKIP_DEVICES:-}" != 1 ]; then
+    step "every GPU of this machine at once (record --devices all)" | tee -a "$OUT/summary.txt"
+    t0=$(seconds); "$KERNELBOOK" record --devices all --out "$DEVICES" 2>&1 | tee "$LOGS/record-devices.txt"; t1=$(seconds)
+    echo "record --devices all ($(nvidia-smi -L | wc -l) GPUs): $(elapsed "$t0" "$t1"), against one GPU's above" | tee -a "$OUT/summary.txt"
+    grep -E "^│|GPUs measured side by side" "$LOGS/record-devices.txt" | tee -a "$OUT/summary.txt"
+fi
 
 # The recordings of every GPU come back as devices/<gpu>/ beside the book's.
 tar czf "$OUT/recorded.tgz" labs/recorded tests/author-labs/labs/recorded -C "$LOGS" devices

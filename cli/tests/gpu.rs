@@ -270,6 +270,18 @@ fn every_variant_of_the_real_labs_is_verified_and_timed() {
         ("hierarchy_bandwidth", &[]),
         ("hierarchy_sizing", &[]),
         ("triton_transpose", &[("n", 2048)]),
+        ("bank_strides", &[("blocks", 256)]),
+        (
+            "sgemm",
+            &[
+                ("n", 256),
+                ("m", 1 << 20),
+                ("threads", 1 << 18),
+                ("rounds", 256),
+            ],
+        ),
+        ("bulk_copy_sweep", &[("n", 1 << 22)]),
+        ("tma_transpose_sweep", &[("n", 1024)]),
     ];
     let ready: Vec<String> = std::fs::read_dir(repo().join("labs"))
         .expect("labs/")
