@@ -36,7 +36,7 @@ impl GpuRunner {
         gpu_label(self.ordinal, &self.info.name)
     }
 
-    /// The folder its recordings go to (`nvidia-h200-d8d1645c`).
+    /// The folder its recordings go to (`nvidia-h200-882b8b4e`).
     pub fn folder(&self) -> String {
         gpu_folder_name(&self.info)
     }

@@ -49,7 +49,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// The folder of the recordings the book shows without a GPU (book.toml's `recorded-gpu`).
-const SHOWN: &str = "labs/recorded/nvidia-h200-d8d1645c";
+const SHOWN: &str = "labs/recorded/nvidia-h200-882b8b4e";
 
 /// A copy of the real book (book.toml, book/, labs/) in a temp dir.
 fn real_book() -> tempfile::TempDir {

@@ -42,7 +42,7 @@ fn repo() -> PathBuf {
 fn runner(cache: &Path) -> Runner {
     Runner::new(RunnerConfig {
         cache_dir: cache.to_path_buf(),
-        recorded_dir: repo().join("labs/recorded/nvidia-h200-d8d1645c"),
+        recorded_dir: repo().join("labs/recorded/nvidia-h200-882b8b4e"),
         mode: Mode::Auto,
         measurement: Default::default(),
         isolation: None,

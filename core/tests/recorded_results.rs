@@ -36,7 +36,10 @@ fn every_recorded_file_passes_validation_and_matches_its_lab() {
 #[test]
 fn the_shown_gpu_has_every_lab_with_every_variant() {
     let folder = support::repo().join("labs/recorded").join(shown_folder());
-    for entry in std::fs::read_dir(support::repo().join("labs")).expect("labs/").flatten() {
+    for entry in std::fs::read_dir(support::repo().join("labs"))
+        .expect("labs/")
+        .flatten()
+    {
         let path = entry.path();
         if path.extension().is_none_or(|e| e != "toml") {
             continue;

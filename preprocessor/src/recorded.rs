@@ -6,7 +6,7 @@
 //! # A folder of GPU folders (default: `recorded` in the labs folder).
 //! recordings = "labs/recorded"
 //! # The GPU whose recordings the chapters show when there is no GPU to measure on.
-//! recorded-gpu = "nvidia-h200-d8d1645c"
+//! recorded-gpu = "nvidia-h200-882b8b4e"
 //! ```
 //!
 //! `kernelbook build --recordings DIR` sets `recordings` for one build (the Slurm merge job
@@ -61,15 +61,15 @@ mod tests {
     #[test]
     fn the_setting_names_the_folder_shown() {
         let dir = tempfile::tempdir().expect("tempdir");
-        for gpu in ["nvidia-h200-d8d1645c", "fake-gpu-fake"] {
+        for gpu in ["nvidia-h200-882b8b4e", "fake-gpu-fake"] {
             let folder = dir.path().join("labs/recorded").join(gpu);
             std::fs::create_dir_all(&folder).expect("mkdir");
             std::fs::write(folder.join("copy.json"), "{}").expect("write");
         }
-        let chosen = config("[preprocessor.kernelbook]\nrecorded-gpu = \"nvidia-h200-d8d1645c\"\n");
+        let chosen = config("[preprocessor.kernelbook]\nrecorded-gpu = \"nvidia-h200-882b8b4e\"\n");
         assert_eq!(
             shown_dir(dir.path(), &chosen).expect("read"),
-            (dir.path().join("labs/recorded/nvidia-h200-d8d1645c"), None)
+            (dir.path().join("labs/recorded/nvidia-h200-882b8b4e"), None)
         );
         let (first, notice) = shown_dir(dir.path(), &config("")).expect("read");
         assert_eq!(first, dir.path().join("labs/recorded/fake-gpu-fake"));

@@ -65,7 +65,7 @@ fn the_rewritten_labs_compile_to_the_plans_of_their_unrolled_versions() {
         let unrolled = LabSpec::load(&repo().join(format!("labs/fixtures/{name}.unrolled.toml")))
             .unwrap_or_else(|err| panic!("{err}"));
         let text = std::fs::read_to_string(
-            repo().join(format!("labs/recorded/nvidia-h200-d8d1645c/{name}.json")),
+            repo().join(format!("labs/recorded/nvidia-h200-882b8b4e/{name}.json")),
         )
         .expect("a recording");
         let recording = LabResults::from_json(&text).expect("a valid recording");

@@ -9,7 +9,7 @@ use mdbook_kernelbook::render::{LabView, Templates, lab_view};
 use std::path::{Path, PathBuf};
 
 /// The committed H200 recordings (book.toml's `recorded-gpu`).
-const SHOWN: &str = "labs/recorded/nvidia-h200-d8d1645c";
+const SHOWN: &str = "labs/recorded/nvidia-h200-882b8b4e";
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

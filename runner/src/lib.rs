@@ -25,7 +25,7 @@
 //! # let kernels = std::collections::BTreeMap::new();
 //! let runner = Runner::new(RunnerConfig {
 //!     cache_dir: ".kernelbook/cache".into(),
-//!     recorded_dir: "labs/recorded/nvidia-h200-d8d1645c".into(),
+//!     recorded_dir: "labs/recorded/nvidia-h200-882b8b4e".into(),
 //!     mode: Mode::Auto,
 //!     measurement: Default::default(),
 //!     isolation: None,

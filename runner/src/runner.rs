@@ -564,7 +564,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let lab = LabSpec::load(&root.join("labs/profile_transpose.toml")).expect("the lab");
         let text = std::fs::read_to_string(
-            root.join("labs/recorded/nvidia-h200-d8d1645c/profile_transpose.json"),
+            root.join("labs/recorded/nvidia-h200-882b8b4e/profile_transpose.json"),
         )
         .expect("the recording");
         (lab, LabResults::from_json(&text).expect("parses"))

@@ -142,8 +142,8 @@ mod tests {
             (
                 "labs/recorded".to_string(),
                 vec![
-                    offered("nvidia-h200-d8d1645c", "copy.json"),
-                    offered("nvidia-h200-d8d1645c", "fusion.json"),
+                    offered("nvidia-h200-882b8b4e", "copy.json"),
+                    offered("nvidia-h200-882b8b4e", "fusion.json"),
                 ],
             ),
             (
@@ -152,7 +152,7 @@ mod tests {
             ),
             (
                 "results/b".to_string(),
-                vec![offered("nvidia-h200-d8d1645c", "copy.json")],
+                vec![offered("nvidia-h200-882b8b4e", "copy.json")],
             ),
         ];
         let (copies, notices) = plan_merge(&sources);
@@ -160,13 +160,13 @@ mod tests {
             copies,
             vec![
                 (1, offered("nvidia-a100-1234abcd", "copy.json")),
-                (2, offered("nvidia-h200-d8d1645c", "copy.json")),
-                (0, offered("nvidia-h200-d8d1645c", "fusion.json")),
+                (2, offered("nvidia-h200-882b8b4e", "copy.json")),
+                (0, offered("nvidia-h200-882b8b4e", "fusion.json")),
             ]
         );
         assert_eq!(
             notices,
-            ["nvidia-h200-d8d1645c/copy.json from results/b replaces the one from labs/recorded"]
+            ["nvidia-h200-882b8b4e/copy.json from results/b replaces the one from labs/recorded"]
         );
     }
 }

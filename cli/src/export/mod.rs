@@ -10,7 +10,7 @@ use kernelbook_core::results::{DeviceInfo, LabResults, Outcome};
 /// One GPU's results: a folder of recordings.
 #[derive(Debug, Clone)]
 pub struct GpuResults {
-    /// Its folder (`nvidia-h200-d8d1645c`).
+    /// Its folder (`nvidia-h200-882b8b4e`).
     pub folder: String,
     /// Its labs' results, by lab name.
     pub results: Vec<LabResults>,

@@ -10,7 +10,7 @@ use std::path::Path;
 /// The book's own recording of a lab (the H200's).
 fn recording(lab: &str) -> LabResults {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../labs/recorded/nvidia-h200-d8d1645c")
+        .join("../labs/recorded/nvidia-h200-882b8b4e")
         .join(format!("{lab}.json"));
     let text = std::fs::read_to_string(&path).expect("a recording");
     LabResults::from_json(&text).expect("valid")
@@ -159,7 +159,7 @@ fn summary_value(summaries: &[Value], tag: &str) -> Result<f64, String> {
 #[test]
 fn nvbench_compare_diffs_two_gpus_variant_by_variant() {
     let argv = vec!["kernelbook".to_string(), "export".into()];
-    let reference = nvbench::document(&[gpu("nvidia-h200-d8d1645c", false)], &argv);
+    let reference = nvbench::document(&[gpu("nvidia-h200-882b8b4e", false)], &argv);
     let compare = nvbench::document(&[gpu("nvidia-h200-b780f725", true)], &argv);
     let rows = nvbench_compare(&reference, &compare).expect("nvbench_compare reads both");
     let transpose = recording("transpose");
@@ -193,7 +193,7 @@ fn nvbench_compare_diffs_two_gpus_variant_by_variant() {
 
 #[test]
 fn a_variant_without_a_time_is_a_skipped_state_with_its_reason() {
-    let mut one = gpu("nvidia-h200-d8d1645c", false);
+    let mut one = gpu("nvidia-h200-882b8b4e", false);
     one.results[0].variants[1].outcome = Outcome::Failed {
         stage: FailureStage::Launch,
         message: "an illegal address".into(),
@@ -213,7 +213,7 @@ fn a_variant_without_a_time_is_a_skipped_state_with_its_reason() {
     assert_eq!(device["global_memory_bus_width"], 6016);
     assert_eq!(
         doc["meta"]["kernelbook"][0]["folder"],
-        "nvidia-h200-d8d1645c"
+        "nvidia-h200-882b8b4e"
     );
 }
 
@@ -249,7 +249,7 @@ fn bandwidth_summaries_are_bytes_per_second_and_a_fraction_of_peak() {
 
 #[test]
 fn the_csv_has_a_row_per_gpu_lab_and_variant() {
-    let gpus = [gpu("nvidia-h200-d8d1645c", false), gpu("other", true)];
+    let gpus = [gpu("nvidia-h200-882b8b4e", false), gpu("other", true)];
     let text = csv_text(&gpus).expect("csv");
     let mut reader = csv::Reader::from_reader(text.as_bytes());
     let header: Vec<String> = reader
@@ -267,7 +267,7 @@ fn the_csv_has_a_row_per_gpu_lab_and_variant() {
         .iter()
         .find(|r| &r[column("lab")] == "bandwidth" && &r[column("variant")] == "memcpy")
         .expect("memcpy");
-    assert_eq!(&memcpy[column("gpu")], "nvidia-h200-d8d1645c");
+    assert_eq!(&memcpy[column("gpu")], "nvidia-h200-882b8b4e");
     assert_eq!(&memcpy[column("pct_of_ceiling")], "100");
     let gbs: f64 = memcpy[column("gbs")].parse().expect("a number");
     let expected = recording("bandwidth")

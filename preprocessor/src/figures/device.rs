@@ -210,7 +210,7 @@ mod tests {
     use super::*;
 
     fn h200() -> DeviceInfo {
-        let text = include_str!("../../../labs/recorded/strided.json");
+        let text = include_str!("../../../labs/recorded/nvidia-h200-882b8b4e/strided.json");
         let results = kernelbook_core::results::LabResults::from_json(text).expect("recording");
         DeviceInfo {
             registers_per_sm: Some(65_536),

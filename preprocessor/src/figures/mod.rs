@@ -651,7 +651,7 @@ mod tests {
         ] {
             assert!(Query::parse(bad).is_err(), "{bad}");
         }
-        let text = include_str!("../../../labs/recorded/nvidia-h200-d8d1645c/transpose.json");
+        let text = include_str!("../../../labs/recorded/nvidia-h200-882b8b4e/transpose.json");
         let results = LabResults::from_json(text).expect("the recording");
         let holds = Query::parse("{{#claim transpose.naive < transpose.tiled < transpose.padded}}")
             .expect("a claim");
@@ -680,8 +680,16 @@ mod tests {
         assert_eq!(significant(253.4), "253");
     }
 
+    /// A recording of the GPU the chapters show.
     fn recorded(lab: &str) -> LabResults {
-        let path = format!("{}/../labs/recorded/{lab}.json", env!("CARGO_MANIFEST_DIR"));
+        recorded_in("nvidia-h200-882b8b4e", lab)
+    }
+
+    fn recorded_in(gpu: &str, lab: &str) -> LabResults {
+        let path = format!(
+            "{}/../labs/recorded/{gpu}/{lab}.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let text = std::fs::read_to_string(&path).expect("a recording");
         LabResults::from_json(&text).expect("a valid recording")
     }
@@ -777,8 +785,14 @@ mod tests {
             shown("{{#device memory_wall sms}}", &results).as_deref(),
             Ok("132")
         );
-        // This recording predates the per-SM register count: a gap, with the reason.
-        let err = shown("{{#device memory_wall register_kib_per_sm}}", &results);
+        // 65,536 32-bit registers per SM.
+        assert_eq!(
+            shown("{{#device memory_wall register_kib_per_sm}}", &results).as_deref(),
+            Ok("256")
+        );
+        // The other board's recording predates the per-SM register count: a gap, with the reason.
+        let older = recorded_in("nvidia-h200-d8d1645c", "memory_wall");
+        let err = shown("{{#device memory_wall register_kib_per_sm}}", &older);
         assert!(err.is_err_and(|e| e.contains("do not record")));
         let html = render(
             &Query::parse("{{#device memory_wall peak_gbs}}").expect("ok"),

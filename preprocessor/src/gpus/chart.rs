@@ -50,7 +50,7 @@ pub struct Bar {
     pub end: f64,
     pub height: f64,
     pub series: usize,
-    /// The tooltip and the figure at its end: "NVIDIA H200 (nvidia-h200-d8d1645c): 3908 GB/s".
+    /// The tooltip and the figure at its end: "NVIDIA H200 (nvidia-h200-882b8b4e): 3908 GB/s".
     pub title: String,
     pub value: String,
 }
@@ -150,7 +150,7 @@ pub fn chart(lab: &LabComparison) -> Option<ChartView> {
     })
 }
 
-/// "NVIDIA H200 (nvidia-h200-d8d1645c)": a series' name, the board apart from its kind.
+/// "NVIDIA H200 (nvidia-h200-882b8b4e)": a series' name, the board apart from its kind.
 fn series_name(column: &super::view::LabColumn) -> String {
     if column.device.is_empty() {
         column.folder.clone()

@@ -34,6 +34,8 @@ fn device(name: &str, uuid: &str, peak_gbs: u64) -> DeviceInfo {
         max_threads_per_sm: 2048,
         max_shared_bytes_per_block: 232_448,
         warp_size: 32,
+        registers_per_sm: None,
+        shared_bytes_per_sm: None,
     }
 }
 
@@ -108,7 +110,7 @@ fn two_gpus() -> Vec<GpuColumn> {
     let big = results(device("NVIDIA H200", "GPU-d8d1645c", 4000), 0.625, 1.0);
     let small = results(device("NVIDIA A10", "GPU-0a100000", 2000), 2.0, 4.0);
     vec![
-        column("nvidia-h200-d8d1645c", Some(recorded_outcome(big, &[]))),
+        column("nvidia-h200-882b8b4e", Some(recorded_outcome(big, &[]))),
         column("nvidia-a10-0a100000", Some(recorded_outcome(small, &[]))),
     ]
 }
@@ -183,7 +185,7 @@ fn a_gpu_without_the_lab_a_stale_kernel_and_a_failed_row_are_marked() {
 #[test]
 fn a_lab_no_gpu_has_is_left_out_and_nothing_says_so() {
     let lab = copy_lab();
-    let other = column("nvidia-h200-d8d1645c", None);
+    let other = column("nvidia-h200-882b8b4e", None);
     assert!(lab_comparison(&lab, std::slice::from_ref(&other)).is_none());
     let view = comparison_view(&[&lab], &[other]);
     assert!(view.labs.is_empty());
@@ -203,7 +205,7 @@ fn the_html_has_a_column_group_and_a_series_per_gpu() {
     let html = Templates::new().render(&view).expect("renders");
     assert!(!html.lines().any(|l| l.trim().is_empty()), "no blank line");
     for needle in [
-        "<code>nvidia-h200-d8d1645c</code>",
+        "<code>nvidia-h200-882b8b4e</code>",
         "<code>nvidia-a10-0a100000</code>",
         "colspan=\"3\"",
         "class=\"series-0\"",

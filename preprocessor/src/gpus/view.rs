@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 /// measured in this build.
 #[derive(Debug, Clone)]
 pub struct GpuColumn {
-    /// Its recordings' folder (`nvidia-h200-d8d1645c`), or the folder a GPU measured here
+    /// Its recordings' folder (`nvidia-h200-882b8b4e`), or the folder a GPU measured here
     /// would record into: what tells two boards of one kind apart.
     pub folder: String,
     /// Whether the numbers were measured in this build (else recorded).
