@@ -17,10 +17,21 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
+/// The folder of the recordings the chapters show (book.toml's `recorded-gpu`).
+fn shown_recordings() -> PathBuf {
+    let book = std::fs::read_to_string(repo().join("book.toml")).expect("book.toml");
+    let gpu = book
+        .lines()
+        .find_map(|line| line.strip_prefix("recorded-gpu = \""))
+        .and_then(|rest| rest.strip_suffix('"'))
+        .expect("book.toml names the recorded GPU");
+    repo().join("labs/recorded").join(gpu)
+}
+
 /// Every lab with a recording, with its results.
 fn recorded_labs() -> Vec<(LabSpec, LabResults)> {
     let mut labs = Vec::new();
-    for entry in std::fs::read_dir(repo().join("labs/recorded"))
+    for entry in std::fs::read_dir(shown_recordings())
         .expect("dir")
         .flatten()
     {
