@@ -3,6 +3,7 @@
 //! here; `templates/gpus-chart.hbs` only places them.
 
 use super::view::LabComparison;
+use crate::chart::scale::{Tick, zero_based};
 use serde::Serialize;
 
 const WIDTH: f64 = 640.0;
@@ -56,12 +57,6 @@ pub struct Bar {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Tick {
-    pub x: f64,
-    pub label: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct LegendItem {
     pub x: f64,
     pub y: f64,
@@ -85,8 +80,8 @@ pub fn chart(lab: &LabComparison) -> Option<ChartView> {
     let gpus = lab.columns.len();
     let group_height = gpus as f64 * BAR + GROUP_GAP;
     let bottom = TOP + lab.rows.len() as f64 * group_height;
-    let scale_max = nice_ceiling(max);
-    let scale = (WIDTH - LEFT - RIGHT) / scale_max;
+    // The same round axis from zero as the lab's own bar chart.
+    let (scale, ticks) = zero_based(max, LEFT, WIDTH - RIGHT);
     let mut bars = Vec::new();
     let mut groups = Vec::new();
     for (row_index, row) in lab.rows.iter().enumerate() {
@@ -99,7 +94,7 @@ pub fn chart(lab: &LabComparison) -> Option<ChartView> {
             let Some(gbs) = cell.gbs_value else {
                 continue;
             };
-            let width = (gbs * scale).max(0.5);
+            let width = (scale.pos(gbs) - LEFT).max(0.5);
             bars.push(Bar {
                 y: top + series as f64 * BAR,
                 width,
@@ -111,19 +106,6 @@ pub fn chart(lab: &LabComparison) -> Option<ChartView> {
             });
         }
     }
-    let ticks = (0..=4)
-        .map(|k| {
-            let value = scale_max * f64::from(k) / 4.0;
-            Tick {
-                x: LEFT + value * scale,
-                label: if value.fract() == 0.0 {
-                    format!("{value:.0}")
-                } else {
-                    format!("{value:.1}")
-                },
-            }
-        })
-        .collect();
     let legend: Vec<LegendItem> = lab
         .columns
         .iter()
@@ -156,29 +138,5 @@ fn series_name(column: &super::view::LabColumn) -> String {
         column.folder.clone()
     } else {
         format!("{} ({})", column.device, column.folder)
-    }
-}
-
-/// The axis' end: `max` rounded up to 1, 2, 2.5 or 5 times a power of ten.
-fn nice_ceiling(max: f64) -> f64 {
-    let power = 10f64.powf(max.log10().floor());
-    [1.0, 2.0, 2.5, 5.0, 10.0]
-        .into_iter()
-        .map(|step| step * power)
-        .find(|&end| end >= max)
-        .unwrap_or(10.0 * power)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_axis_ends_at_a_round_figure_above_the_largest_bar() {
-        assert_eq!(nice_ceiling(3908.0), 5000.0);
-        assert_eq!(nice_ceiling(2000.0), 2000.0);
-        assert_eq!(nice_ceiling(8.4), 10.0);
-        assert_eq!(nice_ceiling(120.0), 200.0);
-        assert_eq!(nice_ceiling(240.0), 250.0);
     }
 }
