@@ -17,15 +17,13 @@ fn repo() -> PathBuf {
         .to_path_buf()
 }
 
-/// The folder of the recordings the chapters show (book.toml's `recorded-gpu`).
+/// The folder of the recordings the chapters show, chosen as the build chooses it.
 fn shown_recordings() -> PathBuf {
-    let book = std::fs::read_to_string(repo().join("book.toml")).expect("book.toml");
-    let gpu = book
-        .lines()
-        .find_map(|line| line.strip_prefix("recorded-gpu = \""))
-        .and_then(|rest| rest.strip_suffix('"'))
-        .expect("book.toml names the recorded GPU");
-    repo().join("labs/recorded").join(gpu)
+    let config = mdbook_preprocessor::config::Config::from_disk(repo().join("book.toml"))
+        .expect("book.toml");
+    mdbook_kernelbook::recorded::shown_dir(&repo(), &config)
+        .expect("the shown recordings")
+        .0
 }
 
 /// Every lab with a recording, with its results.
