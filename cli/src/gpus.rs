@@ -31,6 +31,14 @@ pub struct GpuRunner {
 }
 
 impl GpuRunner {
+    /// The same GPU with its runner changed by `change`.
+    pub fn map_runner(self, change: impl FnOnce(Runner) -> Runner) -> GpuRunner {
+        GpuRunner {
+            runner: change(self.runner),
+            ..self
+        }
+    }
+
     /// How progress and tables name it: "GPU 1 (NVIDIA H200)".
     pub fn label(&self) -> String {
         gpu_label(self.ordinal, &self.info.name)
@@ -178,5 +186,16 @@ impl ResultSource for SideBySide {
 
     fn other_gpus(&self) -> Vec<GpuColumn> {
         self.others.lock().map(|o| o.clone()).unwrap_or_default()
+    }
+
+    /// Each GPU's pending counters, the GPUs side by side as their numbers were.
+    fn collect_counters(&self, progress: &mut dyn Progress) -> usize {
+        let collected = match &self.gpus[..] {
+            [gpu] => vec![gpu.runner.collect_counters(None, progress).len()],
+            gpus => on_each(gpus, |gpu, progress| {
+                gpu.runner.collect_counters(None, progress).len()
+            }),
+        };
+        collected.into_iter().sum()
     }
 }

@@ -80,6 +80,9 @@ fn main() -> ExitCode {
     {
         return kernelbook_runner::process::keeper_main(&args[2..]);
     }
+    if let Some(exit) = kernelbook_runner::fake_ncu_main(&args) {
+        return exit;
+    }
     if std::env::args().nth(1).as_deref() == Some(kernelbook_runner::protocol::CHILD_ARG) {
         return kernelbook_runner::supervisor::child_main();
     }

@@ -226,9 +226,10 @@ fn run_book(
     let plan = plan::compile(lab, &kernels, &target, &quick()).expect("the lab plans");
     let options = RunOptions {
         seed: 7,
-        only: None,
+        ..RunOptions::default()
     };
-    engine::run(&plan, device, &FakeCompiler, &options, external, &mut Quiet)
+    let ahead = engine::Ahead::new(std::sync::Arc::new(FakeCompiler));
+    engine::run(&plan, device, &ahead, &options, external, &mut Quiet)
         .expect("the lab runs")
         .results
 }

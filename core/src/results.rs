@@ -39,7 +39,7 @@ pub struct LabResults {
 
 /// What Nsight Compute said about the lab's kernels (`profile = true` in the lab file), or why
 /// it could not say.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProfileRun {
     /// e.g. "Nsight Compute (ncu) 2025.3.0".
     pub tool: String,
@@ -48,10 +48,20 @@ pub struct ProfileRun {
     /// Why some or all kernels have no counters (no ncu, no permission...).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub problem: Option<String>,
-    /// Where and when the counters were taken, when not in the run that timed the lab:
-    /// `kernelbook profile` adds counters to a recording afterwards, and the page says so.
+    /// Where and when the counters were taken (the newest of them, where they were taken at
+    /// several times): counters are collected apart from the run that timed the lab, and kept
+    /// apart, by kernel, so that a lab re-timed with unchanged kernels keeps its counters.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provenance: Option<ProfileProvenance>,
+    /// Variants whose counters are being collected now: the page says so, and shows them when
+    /// they land.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<String>,
+    /// The counters are the recording's, shown beside this machine's timings because this build
+    /// collected none (`--no-counters`, or no Nsight Compute here) and the kernels are unchanged
+    /// since the recording; `provenance` says which GPU took them, and when.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub from_recording: bool,
 }
 
 /// The GPU and the time of a profile taken apart from the lab's timings.

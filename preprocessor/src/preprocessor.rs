@@ -42,14 +42,29 @@ pub trait ResultSource: Send + Sync {
     fn other_gpus(&self) -> Vec<crate::gpus::view::GpuColumn> {
         Vec::new()
     }
+
+    /// Collects the counters that [`outcomes`](Self::outcomes) left pending (a source that
+    /// gives numbers first); returns how many labs got counters, so that the caller knows to
+    /// build the book again.
+    fn collect_counters(&self, _progress: &mut dyn Progress) -> usize {
+        0
+    }
 }
 
+/// The runner as a stock `mdbook build` uses it, in one pass: every lab's numbers, then the
+/// counters the cache lacks, then the outcomes with both. (`kernelbook build` writes the book
+/// once with the numbers, and again when the counters are in.)
 impl ResultSource for Runner {
     fn outcomes(
         &self,
         requests: &[LabRequest<'_>],
         progress: &mut dyn Progress,
     ) -> Vec<LabOutcome> {
+        let outcomes = self.results(requests, progress);
+        if self.pending_counters().is_empty() {
+            return outcomes;
+        }
+        self.collect_counters(None, progress);
         self.results(requests, progress)
     }
 
@@ -79,6 +94,10 @@ impl<T: ResultSource + ?Sized> ResultSource for std::sync::Arc<T> {
 
     fn other_gpus(&self) -> Vec<crate::gpus::view::GpuColumn> {
         (**self).other_gpus()
+    }
+
+    fn collect_counters(&self, progress: &mut dyn Progress) -> usize {
+        (**self).collect_counters(progress)
     }
 }
 

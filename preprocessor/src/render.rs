@@ -179,6 +179,10 @@ pub struct ProfileView {
     /// "on NVIDIA H200, 2026-12-02T10:00:00Z" where the counters were taken apart from the
     /// timings (`kernelbook profile`).
     pub taken: Option<String>,
+    /// The variants whose counters are being collected, by label.
+    pub pending: Option<String>,
+    /// Why the counters shown are the recording's.
+    pub recorded: Option<String>,
 }
 
 /// One profiled kernel; every figure is "–" where the profiler did not give it.
@@ -234,6 +238,17 @@ fn profile_view(lab: &LabSpec, results: &LabResults) -> Option<ProfileView> {
             .provenance
             .as_ref()
             .map(|p| format!("on {}, {}", p.device, p.measured_at)),
+        pending: (!run.pending.is_empty()).then(|| {
+            run.pending
+                .iter()
+                .map(|name| lab.variant(name).map_or(name.as_str(), |v| v.label()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }),
+        recorded: run.from_recording.then(|| {
+            "the recording's, shown because this build collected none and the kernels are unchanged since it was made"
+                .to_string()
+        }),
     })
 }
 

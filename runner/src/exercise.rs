@@ -1034,12 +1034,12 @@ mod tests {
         let learner_plan = plan.learner_plan(&book_plan).expect("the learner's plan");
         let options = RunOptions {
             seed: 1,
-            only: None,
+            ..RunOptions::default()
         };
         let results = run(
             &learner_plan,
             &mut device,
-            &FakeCompiler,
+            &crate::engine::Ahead::new(std::sync::Arc::new(FakeCompiler)),
             &options,
             &mut crate::engine::tests::NoPython,
             &mut Quiet,

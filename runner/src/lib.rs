@@ -14,7 +14,9 @@
 //!   process, Nsight Compute), over [`protocol`];
 //! - [`process`]: child processes (the measuring child, Python, ncu): spawn, read, time out,
 //!   kill the whole group; none outlives the runner;
-//! - [`store`]: the cache and the recorded results, with atomic writes;
+//! - [`store`]: the cache, the counters cache and the recorded results, with atomic writes;
+//! - [`counters`]: Nsight Compute's counters as a second layer, after a lab's numbers, cached
+//!   by kernel;
 //! - [`exercise`]: grading a learner's kernel (`kernelbook check`);
 //! - [`runner`]: [`Runner`], the facade that decides between cache, GPU and recorded results.
 //!
@@ -42,9 +44,12 @@
 //! ```
 
 pub mod backend;
+pub mod counters;
 pub mod diagnostics;
 pub mod engine;
 pub mod exercise;
+#[cfg(any(test, feature = "testing"))]
+pub mod fake_ncu;
 pub mod ops;
 pub mod peers;
 pub mod plan;
@@ -56,7 +61,19 @@ pub mod runner;
 pub mod store;
 pub mod supervisor;
 
+pub use counters::CountersPolicy;
 pub use runner::{
     KernelProblem, LabOutcome, LabRequest, Lookup, Mode, Runner, RunnerConfig, Unmeasured,
 };
+
+/// Runs the stand-in ncu if `args` ask for it and this is a test build
+/// ([`fake_ncu`]); `None` otherwise.
+pub fn fake_ncu_main(args: &[std::ffi::OsString]) -> Option<std::process::ExitCode> {
+    #[cfg(any(test, feature = "testing"))]
+    if args.get(1).is_some_and(|a| a == fake_ncu::FAKE_NCU_ARG) {
+        return Some(fake_ncu::main(&args[2..]));
+    }
+    let _ = args;
+    None
+}
 pub use supervisor::RunError;

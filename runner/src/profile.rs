@@ -455,11 +455,29 @@ pub fn profile_with_input(
     run(command, Some(input), timeout)
 }
 
+/// [`profile_with_input`], also giving back everything the session printed on stdout (where
+/// the profiled program's own lines are, before ncu's table).
+pub fn run_session(
+    command: Command,
+    input: &[u8],
+    timeout: Duration,
+) -> Result<(Vec<KernelCounters>, String), ProfileError> {
+    run_keeping_stdout(command, Some(input), timeout)
+}
+
 fn run(
     command: Command,
     input: Option<&[u8]>,
     timeout: Duration,
 ) -> Result<Vec<KernelCounters>, ProfileError> {
+    run_keeping_stdout(command, input, timeout).map(|(kernels, _)| kernels)
+}
+
+fn run_keeping_stdout(
+    command: Command,
+    input: Option<&[u8]>,
+    timeout: Duration,
+) -> Result<(Vec<KernelCounters>, String), ProfileError> {
     let program = PathBuf::from(command.get_program());
     let filter = kernel_filter(&command);
     // Its own process group, so that a timeout ends the profiled program too, not only ncu.
@@ -500,13 +518,14 @@ fn run(
     let (Ok(stdout), true) = (stdout.recv_until(until), child.stderr().wait_for_end(until)) else {
         return Err(ProfileError::Timeout { limit: timeout });
     };
-    classify(
+    let kernels = classify(
         status.success(),
         &status.to_string(),
         &stdout,
         &child.stderr().text(),
         filter,
-    )
+    )?;
+    Ok((kernels, stdout))
 }
 
 /// The `--kernel-name` (or `-k`) argument of an ncu command.

@@ -7,18 +7,19 @@
 
 use crate::backend::cuda::Nvrtc;
 use crate::backend::{self, BackendChoice};
+use crate::counters::{self, Counters, CountersJob, CountersPolicy};
 use crate::engine::Progress;
 use crate::exercise::{CheckPlan, Verdict};
 use crate::plan::{self, LabPlan, Measurement, Target, Toolchain};
-use crate::store::{self, Cache, Recorded};
+use crate::store::{self, Cache, CounterCache, Recorded};
 use crate::supervisor::{RunError, Supervisor};
 use kernelbook_core::KernelSource;
-use kernelbook_core::results::LabResults;
+use kernelbook_core::results::{LabResults, ProfileRun};
 use kernelbook_core::spec::LabSpec;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// Whether the runner may use the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -126,6 +127,19 @@ pub struct Runner {
     supervisor: OnceLock<Supervisor>,
     notify: Notify,
     told_unavailable: AtomicBool,
+    counters: Counters,
+    counters_policy: CountersPolicy,
+    /// Labs whose counters a build left to collect, by name (the newest plan of each).
+    pending_counters: Mutex<BTreeMap<String, CountersJob>>,
+    /// Labs whose counters could not be collected: the keys that were missing, and why.
+    failed_counters: Mutex<BTreeMap<String, (Vec<String>, String)>>,
+}
+
+/// Why a lab's counters could not be collected, and whether no other lab's can be either.
+#[derive(Debug)]
+struct CountersFailure {
+    why: String,
+    fatal: bool,
 }
 
 impl std::fmt::Debug for Runner {
@@ -147,8 +161,18 @@ impl Runner {
             // Best-effort, as the build's other notices (`engine::progress::notice`).
             notify: Box::new(|message| crate::engine::notice(&format!("kernelbook: {message}"))),
             told_unavailable: AtomicBool::new(false),
+            counters: Counters::new(CounterCache::new(config.cache_dir.join("counters"))),
+            counters_policy: CountersPolicy::default(),
+            pending_counters: Mutex::new(BTreeMap::new()),
+            failed_counters: Mutex::new(BTreeMap::new()),
             config,
         }
+    }
+
+    /// Whether builds collect counters ([`CountersPolicy::Skip`]: `--no-counters`).
+    pub fn with_counters(mut self, policy: CountersPolicy) -> Self {
+        self.counters_policy = policy;
+        self
     }
 
     /// Measures on the vendor's GPU `ordinal` (as its driver numbers them) instead of its first:
@@ -224,7 +248,9 @@ impl Runner {
     }
 
     /// Results for the book, one per request in the same order: cached, measured now, or
-    /// recorded, in that order of preference.
+    /// recorded, in that order of preference. Only numbers are measured: the counters the
+    /// counters cache holds are attached, the rest marked pending and left for
+    /// [`collect_counters`](Self::collect_counters), after every number.
     pub fn results(
         &self,
         requests: &[LabRequest<'_>],
@@ -245,10 +271,13 @@ impl Runner {
             .map(|(lookup, request)| match lookup {
                 Lookup::Ready(outcome) => outcome,
                 Lookup::Unmeasured(_) => match measured.next() {
-                    Some(Ok(results)) => LabOutcome::Measured {
-                        results,
-                        cached: false,
-                    },
+                    Some(Ok(mut results)) => {
+                        self.attach_counters(request, &mut results);
+                        LabOutcome::Measured {
+                            results,
+                            cached: false,
+                        }
+                    }
                     Some(Err(err)) => {
                         let why = format!("measuring lab `{}` failed: {err}", request.lab.name);
                         (self.notify)(&why);
@@ -289,10 +318,13 @@ impl Runner {
                 Ok(plan) => {
                     let key = plan.key(&found.toolchain);
                     match self.cache.get(request.lab, &key) {
-                        Ok(Some(results)) => Lookup::Ready(LabOutcome::Measured {
-                            results,
-                            cached: true,
-                        }),
+                        Ok(Some(mut results)) => {
+                            self.attach_known_counters(request, &plan, &mut results);
+                            Lookup::Ready(LabOutcome::Measured {
+                                results,
+                                cached: true,
+                            })
+                        }
                         Ok(None) => Lookup::Unmeasured(Unmeasured { key, plan }),
                         Err(distrust) => {
                             (self.notify)(&format!("{distrust}; measuring again"));
@@ -339,7 +371,8 @@ impl Runner {
     }
 
     /// Measures every request now, ignoring what the cache holds, and keeps the results in the
-    /// cache (for `kernelbook run` and `record`). One result per request, in the same order.
+    /// cache (for `kernelbook run` and `record`), then adds each lab's counters (from the
+    /// counters cache, or collected now). One result per request, in the same order.
     pub fn measure_now(
         &self,
         requests: &[LabRequest<'_>],
@@ -366,10 +399,11 @@ impl Runner {
             .into_iter()
             .map(|plan| {
                 let plan = plan?;
-                let results = measured
+                let mut results = measured
                     .next()
                     .unwrap_or_else(|| Err(RunError::Unavailable("not measured".into())))?;
                 self.keep(&plan.key(&found.toolchain), &results);
+                self.counters_now(&plan, &mut results, progress);
                 Ok(results)
             })
             .collect()
@@ -424,13 +458,227 @@ impl Runner {
             ));
         }
         let plan = self.plan(request, &found)?;
-        let mut run = self.supervisor(&found).profile(&plan, recorded, progress)?;
-        run.provenance = Some(kernelbook_core::results::ProfileProvenance {
-            device: here.clone(),
-            uuid: found.toolchain.device.uuid.clone(),
-            measured_at: crate::engine::now_rfc3339(),
+        let mut recorded = recorded.clone();
+        self.counters_now(&plan, &mut recorded, progress);
+        recorded
+            .profile
+            .ok_or_else(|| RunError::lab(&lab.name, "the lab is not profiled (`profile = true`)"))
+    }
+
+    /// Attaches to `results` (measured now) the counters the counters cache holds, the rest
+    /// pending (or the recording's, where this build collects none).
+    fn attach_counters(&self, request: &LabRequest<'_>, results: &mut LabResults) {
+        let Ok(found) = self.found() else { return };
+        if let Ok(plan) = self.plan(request, &found) {
+            self.attach_known_counters(request, &plan, results);
+        }
+    }
+
+    /// [`attach_counters`](Self::attach_counters) with the lab's plan at hand: what is pending
+    /// is kept to collect later ([`collect_counters`](Self::collect_counters)).
+    fn attach_known_counters(
+        &self,
+        request: &LabRequest<'_>,
+        plan: &LabPlan,
+        results: &mut LabResults,
+    ) {
+        if !plan.profile {
+            results.profile = None;
+            return;
+        }
+        let stand_in = || {
+            let recorded = self.recorded.get(request.lab).ok().flatten()?;
+            let missing: Vec<String> = counters::profiled_variants(plan, results)
+                .map(|v| v.name.clone())
+                .collect();
+            counters::recorded_stand_in(&recorded, request.kernels, &missing)
+        };
+        let Some(known) = self.counters.known(plan, results) else {
+            // No profiler here: the recording's counters, where the kernels are unchanged.
+            let problem = crate::profile::ProfileError::NcuMissing(None).to_string();
+            results.profile = Some(match stand_in() {
+                Some(run) => ProfileRun {
+                    problem: Some(problem),
+                    ..run
+                },
+                None => ProfileRun {
+                    tool: "Nsight Compute (ncu)".into(),
+                    problem: Some(problem),
+                    ..ProfileRun::default()
+                },
+            });
+            return;
+        };
+        let mut pending = lock(&self.pending_counters);
+        if known.missing.is_empty() {
+            pending.remove(&plan.lab);
+            results.profile = Some(known.run);
+            return;
+        }
+        let failed = lock(&self.failed_counters)
+            .get(&plan.lab)
+            .filter(|(keys, _)| *keys == known.keys)
+            .map(|(_, why)| why.clone());
+        if let Some(why) = failed {
+            pending.remove(&plan.lab);
+            results.profile = Some(ProfileRun {
+                problem: Some(why),
+                pending: Vec::new(),
+                ..known.run
+            });
+            return;
+        }
+        results.profile = Some(match self.counters_policy {
+            CountersPolicy::Collect => {
+                let job = CountersJob {
+                    plan: plan.clone(),
+                    seed: results.provenance.input_seed,
+                    missing: known.missing,
+                    keys: known.keys,
+                };
+                pending.insert(plan.lab.clone(), job);
+                known.run
+            }
+            CountersPolicy::Skip => {
+                let mut run = counters::merge_stand_in(known.run, stand_in());
+                if !run.pending.is_empty() {
+                    run.problem = Some(format!(
+                        "no counters of {}: this build collected none (`--no-counters`); a build without it adds them",
+                        run.pending.join(", ")
+                    ));
+                    run.pending.clear();
+                }
+                run
+            }
         });
-        Ok(run)
+    }
+
+    /// Profiles the kernel variants of `results` (measured now) that the counters cache lacks,
+    /// at once, and attaches the counters.
+    fn counters_now(&self, plan: &LabPlan, results: &mut LabResults, progress: &mut dyn Progress) {
+        let Some(known) = self.counters.known(plan, results) else {
+            if plan.profile {
+                results.profile = Some(ProfileRun {
+                    tool: "Nsight Compute (ncu)".into(),
+                    problem: Some(crate::profile::ProfileError::NcuMissing(None).to_string()),
+                    ..ProfileRun::default()
+                });
+            }
+            return;
+        };
+        let mut problem = None;
+        if !known.missing.is_empty() {
+            let job = CountersJob {
+                plan: plan.clone(),
+                seed: results.provenance.input_seed,
+                missing: known.missing,
+                keys: known.keys,
+            };
+            problem = self.collect_one(&job, progress).err().map(|f| f.why);
+        }
+        let mut run = self
+            .counters
+            .known(plan, results)
+            .map_or(known.run, |k| k.run);
+        if run.problem.is_none() {
+            run.problem = problem.or_else(|| {
+                (!run.pending.is_empty())
+                    .then(|| format!("no counters for {}", run.pending.join(", ")))
+            });
+        }
+        run.pending.clear();
+        results.profile = Some(run);
+    }
+
+    /// Profiles one lab's missing variants; the seconds the session took, or its problem. A
+    /// lab whose counters failed is not asked for again until its kernels change (its
+    /// missing counters' keys): a build after the failure shows the problem instead.
+    fn collect_one(
+        &self,
+        job: &CountersJob,
+        progress: &mut dyn Progress,
+    ) -> Result<f64, CountersFailure> {
+        let found = self.found().map_err(|e| CountersFailure {
+            why: e.to_string(),
+            fatal: true,
+        })?;
+        let session = self
+            .counters
+            .collect(
+                self.supervisor(&found),
+                job,
+                &found.toolchain.device,
+                progress,
+            )
+            .map_err(|e| CountersFailure {
+                why: e.to_string(),
+                fatal: true,
+            })?;
+        match session.problem {
+            Some(problem) => {
+                let why = problem.to_string();
+                lock(&self.failed_counters)
+                    .insert(job.plan.lab.clone(), (job.keys.clone(), why.clone()));
+                Err(CountersFailure {
+                    why,
+                    fatal: session.fatal,
+                })
+            }
+            None => Ok(session.seconds),
+        }
+    }
+
+    /// The labs whose counters the builds so far left to collect.
+    pub fn pending_counters(&self) -> Vec<String> {
+        lock(&self.pending_counters).keys().cloned().collect()
+    }
+
+    /// Collects the counters the builds so far left pending: of the labs `labs` names, in that
+    /// order (`None`: of every lab); one Nsight Compute session per lab. `progress` hears which
+    /// lab it is at, how many are left and about how long they will take. The next build finds
+    /// them in the counters cache. Returns each lab profiled and how that went.
+    pub fn collect_counters(
+        &self,
+        labs: Option<&[String]>,
+        progress: &mut dyn Progress,
+    ) -> Vec<(String, Result<(), String>)> {
+        let jobs: Vec<CountersJob> = {
+            let mut pending = lock(&self.pending_counters);
+            match labs {
+                None => std::mem::take(&mut *pending).into_values().collect(),
+                Some(labs) => labs.iter().filter_map(|lab| pending.remove(lab)).collect(),
+            }
+        };
+        let mut estimate = counters::Estimate::default();
+        let mut done = Vec::new();
+        let total = jobs.len();
+        for (index, job) in jobs.iter().enumerate() {
+            let left: usize = jobs[index..].iter().map(|j| j.missing.len()).sum();
+            progress.stage(&format!(
+                "counters: lab {} of {total} (`{}`, {} kernel{}), about {:.0} s left",
+                index + 1,
+                job.plan.lab,
+                job.missing.len(),
+                if job.missing.len() == 1 { "" } else { "s" },
+                estimate.seconds(total - index, left)
+            ));
+            let outcome = self.collect_one(job, progress);
+            if let Ok(seconds) = &outcome {
+                estimate.observe(*seconds, job.missing.len());
+            }
+            let fatal = outcome.as_ref().is_err_and(|failure| failure.fatal);
+            done.push((job.plan.lab.clone(), outcome.map(drop).map_err(|f| f.why)));
+            if fatal {
+                for job in &jobs[index + 1..] {
+                    done.push((
+                        job.plan.lab.clone(),
+                        Err("not profiled: see the first lab's problem".into()),
+                    ));
+                }
+                break;
+            }
+        }
+        done
     }
 
     /// Writes `results` to the cache under `key`; a failure is only a notice.
@@ -509,6 +757,10 @@ impl Runner {
             ));
         }
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Compiles the kernels edited since their recording, so that an author without a GPU still

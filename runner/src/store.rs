@@ -3,6 +3,7 @@
 //! `labs/recorded/`, a folder per GPU ([`recordings`]). Writes are atomic (temporary file, then
 //! rename), and a file that cannot be trusted is reported and ignored, never used.
 
+pub mod counters;
 pub mod recordings;
 
 use kernelbook_core::KernelSource;
@@ -13,6 +14,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 pub use crate::plan::Toolchain;
+pub use counters::{CachedCounters, CounterCache};
 pub use recordings::{Recordings, Shown, choose_shown, gpu_folder_name};
 
 /// A results file that exists but cannot be used, and why.

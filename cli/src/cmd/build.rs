@@ -8,13 +8,15 @@ use crate::output::{self, say};
 use crate::project::{Context, Project};
 use crate::staging::Staging;
 use anyhow::Context as _;
-use kernelbook_runner::Mode;
-use kernelbook_runner::engine::StageLog;
+use kernelbook_core::results::LabResults;
+use kernelbook_runner::engine::{Progress, StageLog, Traced};
+use kernelbook_runner::{CountersPolicy, Mode, Runner};
 use mdbook_driver::MDBook;
 use mdbook_kernelbook::KernelbookPreprocessor;
 use mdbook_kernelbook::preprocessor::ResultSource;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Instant;
 
 #[derive(Debug, clap::Args)]
@@ -35,10 +37,58 @@ pub struct Args {
     /// Write the book to DIR instead of book.toml's `build-dir`.
     #[arg(long, value_name = "DIR")]
     dest_dir: Option<PathBuf>,
+    /// Collect no Nsight Compute counters: show those cached earlier, else the recording's
+    /// where the kernels are unchanged (said so on the page); `kernelbook profile` adds them
+    /// later (book.toml: `counters = false` under `[preprocessor.kernelbook]`).
+    #[arg(long)]
+    no_counters: bool,
 }
 
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let started = Instant::now();
+    let project = load(ctx, &args)?;
+    let mode = if args.recorded {
+        Mode::RecordedOnly
+    } else {
+        Mode::Auto
+    };
+    let counters = if args.no_counters || !counters_wanted(&project)? {
+        CountersPolicy::Skip
+    } else {
+        CountersPolicy::Collect
+    };
+    // Numbers first: the book is written with every lab's numbers (the counters the cache
+    // lacks marked as being collected), then the counters are collected, one Nsight Compute
+    // session per lab, and the book is written again with them.
+    let results: Arc<dyn ResultSource> = Arc::from(results(&project, &args.gpus, mode, counters));
+    let out = render_with(project.book, &results, args.strict)?;
+    let numbers = started.elapsed().as_secs_f64();
+    let mut progress = Traced::from_env(StageLog);
+    let collected = results.collect_counters(&mut progress);
+    if collected == 0 {
+        say!(
+            &mut output::stdout(),
+            "kernelbook: book written to {} in {numbers:.1} s",
+            out.join("index.html").display(),
+        )?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    say!(
+        &mut output::stdout(),
+        "kernelbook: every number was in the book after {numbers:.1} s; counters of {collected} labs collected"
+    )?;
+    let out = render_with(load(ctx, &args)?.book, &results, args.strict)?;
+    say!(
+        &mut output::stdout(),
+        "kernelbook: book written to {} in {:.1} s, counters included",
+        out.join("index.html").display(),
+        started.elapsed().as_secs_f64()
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The book, with the folders the command line names.
+fn load(ctx: &Context, args: &Args) -> anyhow::Result<Project> {
     let mut project = Project::load(ctx)?;
     if let Some(dir) = &args.recordings {
         project.read_recordings_from(&absolute(dir)?)?;
@@ -46,37 +96,78 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.dest_dir {
         project.book.config.build.build_dir = absolute(dir)?;
     }
-    let mode = if args.recorded {
-        Mode::RecordedOnly
-    } else {
-        Mode::Auto
-    };
-    let results = results(&project, &args.gpus, mode);
-    let kernelbook =
-        KernelbookPreprocessor::with_results(results, Box::new(StageLog)).strict(args.strict);
-    let out = render(project.book, kernelbook)?;
-    say!(
-        &mut output::stdout(),
-        "kernelbook: book written to {} in {:.1} s",
-        out.join("index.html").display(),
-        started.elapsed().as_secs_f64()
-    )?;
-    Ok(ExitCode::SUCCESS)
+    Ok(project)
+}
+
+/// book.toml's `counters` under `[preprocessor.kernelbook]` (true unless it says false).
+fn counters_wanted(project: &Project) -> anyhow::Result<bool> {
+    let key = format!("preprocessor.{}.counters", mdbook_kernelbook::NAME);
+    let wanted: Option<bool> = project
+        .book
+        .config
+        .get(&key)
+        .with_context(|| format!("book.toml: `{key}` must be true or false"))?;
+    Ok(wanted.unwrap_or(true))
+}
+
+/// Renders `book` from `results`.
+fn render_with(
+    book: MDBook,
+    results: &Arc<dyn ResultSource>,
+    strict: bool,
+) -> anyhow::Result<PathBuf> {
+    let progress = Box::new(Traced::from_env(StageLog));
+    let kernelbook = KernelbookPreprocessor::with_results(Box::new(Arc::clone(results)), progress)
+        .strict(strict);
+    render(book, kernelbook)
 }
 
 /// Where the labs' results come from: the book's runner, or with `--devices` a runner per GPU
 /// measuring side by side (without a GPU to select, the book's runner, which shows the
-/// recordings).
-fn results(project: &Project, gpus: &DeviceArgs, mode: Mode) -> Box<dyn ResultSource> {
+/// recordings). Numbers only: the counters are collected afterwards.
+fn results(
+    project: &Project,
+    gpus: &DeviceArgs,
+    mode: Mode,
+    counters: CountersPolicy,
+) -> Box<dyn ResultSource> {
+    let numbers_first = |runner: Runner| Box::new(NumbersFirst(runner.with_counters(counters)));
     let Some(selection) = gpus.devices.as_ref().filter(|_| mode == Mode::Auto) else {
-        return Box::new(project.runner(mode));
+        return numbers_first(project.runner(mode));
     };
     match crate::gpus::runners(project, selection, mode) {
-        Ok(gpus) => Box::new(SideBySide::new(gpus)),
+        Ok(gpus) => Box::new(SideBySide::new(
+            gpus.into_iter()
+                .map(|gpu| gpu.map_runner(|r| r.with_counters(counters)))
+                .collect(),
+        )),
         Err(err) => {
             output::notice(&format!("kernelbook: --devices: {err:#}"));
-            Box::new(project.runner(mode))
+            numbers_first(project.runner(mode))
         }
+    }
+}
+
+/// The book's runner, numbers first: [`ResultSource::outcomes`] measures every lab's numbers
+/// and leaves the counters the cache lacks pending, and
+/// [`ResultSource::collect_counters`] collects them.
+struct NumbersFirst(Runner);
+
+impl ResultSource for NumbersFirst {
+    fn outcomes(
+        &self,
+        requests: &[kernelbook_runner::LabRequest<'_>],
+        progress: &mut dyn Progress,
+    ) -> Vec<kernelbook_runner::LabOutcome> {
+        self.0.results(requests, progress)
+    }
+
+    fn recorded(&self, lab: &kernelbook_core::spec::LabSpec) -> Option<LabResults> {
+        ResultSource::recorded(&self.0, lab)
+    }
+
+    fn collect_counters(&self, progress: &mut dyn Progress) -> usize {
+        self.0.collect_counters(None, progress).len()
     }
 }
 

@@ -16,10 +16,10 @@ use super::App;
 use super::exercises;
 use super::files::{PageContext, serve_file};
 use super::guard::guard;
-use super::status::Status;
+use super::status::{Status, page_labs};
 use axum::Router;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, RawQuery, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, Method, Uri};
 use axum::middleware;
@@ -84,12 +84,34 @@ async fn page(State(app): State<Arc<App>>, method: Method, uri: Uri) -> Response
     serve_file(&method, &uri, &app.book_dir, context).await
 }
 
-async fn events(State(app): State<Arc<App>>, upgrade: WebSocketUpgrade) -> Response {
+async fn events(
+    State(app): State<Arc<App>>,
+    RawQuery(query): RawQuery,
+    upgrade: WebSocketUpgrade,
+) -> Response {
     let status = app.board.subscribe();
+    // The labs the page shows are open while its socket is: the GPU measures them first.
+    let labs = page_labs(query_value(query.as_deref(), "labs").as_deref());
+    let open = app.open.clone();
     // The page only listens: anything it sends is small or a close.
     upgrade
         .max_message_size(4096)
-        .on_upgrade(move |socket| follow(socket, status))
+        .on_upgrade(move |socket| async move {
+            let _open = open.open(labs);
+            follow(socket, status).await;
+        })
+}
+
+/// The percent-decoded value of `name` in a query string.
+fn query_value(query: Option<&str>, name: &str) -> Option<String> {
+    query?.split('&').find_map(|pair| {
+        let (key, value) = pair.split_once('=')?;
+        (key == name).then(|| {
+            percent_encoding::percent_decode_str(value)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
+    })
 }
 
 /// Sends the status now and after every change, until the page goes away.

@@ -5,7 +5,8 @@
 //! files saved ──(watch: notify, debounced)──► builder thread ──► book built, swapped in
 //!                                               │  labs not in the cache        │ version + 1
 //!                                               ▼                               ▼
-//!                              GPU thread: measure, then "build again"   pages reload (websocket)
+//!          GPU thread: numbers lab by lab (open pages first), each followed by "build again";
+//!          then counters, lab by lab, likewise                       pages reload (websocket)
 //!   page: "Check on my GPU" ──(POST, token, Origin)──► GPU thread: grade ──► verdict and table
 //! ```
 //!
@@ -40,14 +41,14 @@ use gpu::GpuQueue;
 use guard::{Gate, Token};
 use kernelbook_runner::Mode;
 use mdbook_driver::MDBook;
-use rebuild::{Builder, ServeResults};
-use status::Board;
+use rebuild::{Builder, ServeResults, Trigger};
+use status::{Board, OpenLabs};
 use std::io::Write as _;
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, PoisonError, RwLock, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, mpsc};
 use watch::Watched;
 
 /// What the handlers share.
@@ -60,6 +61,8 @@ pub struct App {
     pub book_dir: PathBuf,
     pub board: Board,
     pub gpu: GpuQueue,
+    /// The labs of the pages open now.
+    pub open: OpenLabs,
     /// A check is running (one at a time).
     pub checking: AtomicBool,
     catalog: RwLock<Arc<Catalog>>,
@@ -72,6 +75,7 @@ impl App {
         book_dir: PathBuf,
         board: Board,
         gpu: GpuQueue,
+        open: OpenLabs,
     ) -> Self {
         App {
             gate,
@@ -79,6 +83,7 @@ impl App {
             book_dir,
             board,
             gpu,
+            open,
             checking: AtomicBool::new(false),
             catalog: RwLock::default(),
         }
@@ -117,15 +122,30 @@ pub fn serve(ctx: &Context, port: u16) -> anyhow::Result<ExitCode> {
             .map_err(|err| err.to_string()),
     );
     let (gpu, jobs) = GpuQueue::new();
-    gpu::spawn(Arc::clone(&runner), board.clone(), jobs)?;
+    let open = OpenLabs::default();
+    let (triggers, changes) = mpsc::channel();
+    let told = Mutex::new(triggers.clone());
+    let collected: gpu::CountersCollected = Box::new(move |_labs: &[String]| {
+        let _ = told
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .send(Trigger::Counters);
+    });
+    gpu::spawn(
+        Arc::clone(&runner),
+        board.clone(),
+        open.clone(),
+        jobs,
+        collected,
+    )?;
     let app = Arc::new(App::new(
         Arc::clone(&gate),
         ctx.root.clone(),
         book_dir,
         board.clone(),
         gpu.clone(),
+        open,
     ));
-    let (triggers, changes) = mpsc::channel();
     let builder = Builder {
         ctx: ctx.clone(),
         app: Arc::clone(&app),

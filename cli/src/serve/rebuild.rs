@@ -31,6 +31,8 @@ pub enum Trigger {
     Changed(Vec<PathBuf>),
     /// Labs were measured: their numbers are in the cache.
     Measured,
+    /// Labs' counters were collected: they are in the counters cache.
+    Counters,
 }
 
 /// Why a lab shows its recorded numbers while it is being measured.
@@ -115,45 +117,49 @@ impl ServeResults {
         lock(&self.measurements).retain(|_, m| !matches!(m.asked, Asked::Failed(_)));
     }
 
-    /// Asks the GPU thread to measure `labs`; when it is done, the builder builds again.
+    /// Asks the GPU thread to measure `labs`, one job each: when a lab is done, the builder
+    /// builds again, so that its pages get its numbers without waiting for the others.
     fn queue(&self, labs: Vec<Unmeasured>) {
         let names: Vec<String> = labs.iter().map(|lab| lab.lab().to_string()).collect();
-        let keys: Vec<String> = labs.iter().map(|lab| lab.key.clone()).collect();
         notice(&format!(
             "kernelbook: measuring {} on the GPU",
             names.join(", ")
         ));
-        let measurements = Arc::clone(&self.measurements);
-        let triggers = self.triggers.clone();
-        let started = Instant::now();
-        let done = move |results: Vec<Result<LabResults, RunError>>| {
-            let mut results = results.into_iter();
-            {
-                let mut measurements = lock(&measurements);
-                for (lab, key) in names.iter().zip(keys) {
-                    let asked = match results.next() {
-                        Some(Ok(_)) => Asked::Done,
-                        Some(Err(err)) => failed(lab, &err.to_string()),
-                        None => failed(lab, "no result came back"),
-                    };
-                    if let Some(measurement) = measurements.get_mut(&key) {
-                        measurement.asked = asked;
-                    }
+        for lab in labs {
+            let (name, key) = (lab.lab().to_string(), lab.key.clone());
+            let measurements = Arc::clone(&self.measurements);
+            let triggers = self.triggers.clone();
+            let started = Instant::now();
+            let done = move |result: Result<LabResults, RunError>| {
+                let asked = match result {
+                    Ok(_) => Asked::Done,
+                    Err(err) => failed(&name, &err.to_string()),
+                };
+                if let Some(measurement) = lock(&measurements).get_mut(&key) {
+                    measurement.asked = asked;
                 }
+                notice(&format!(
+                    "kernelbook: measured {name} in {:.1} s",
+                    started.elapsed().as_secs_f64()
+                ));
+                let _ = triggers.send(Trigger::Measured);
+            };
+            let job = Job::Measure {
+                lab: Box::new(lab),
+                done: Box::new(done),
+            };
+            if let Err(Job::Measure { done, .. }) = self.gpu.send(job) {
+                done(Err(RunError::Unavailable(
+                    "the GPU thread has stopped".into(),
+                )));
             }
-            notice(&format!(
-                "kernelbook: measured {} in {:.1} s",
-                names.join(", "),
-                started.elapsed().as_secs_f64()
-            ));
-            let _ = triggers.send(Trigger::Measured);
-        };
-        if let Err(Job::Measure { labs, done }) = self.gpu.send(Job::Measure {
-            labs,
-            done: Box::new(done),
-        }) {
-            let gone = || Err(RunError::Unavailable("the GPU thread has stopped".into()));
-            done(labs.iter().map(|_| gone()).collect());
+        }
+    }
+
+    /// Tells the GPU thread that a build left counters to collect, if it did.
+    pub fn counters_pending(&self) {
+        if !self.runner.pending_counters().is_empty() {
+            let _ = self.gpu.send(Job::Counters);
         }
     }
 }
@@ -254,7 +260,7 @@ impl Builder {
             for trigger in std::iter::once(first).chain(triggers.try_iter()) {
                 match trigger {
                     Trigger::Changed(paths) => changed.extend(paths),
-                    Trigger::Measured => measured = true,
+                    Trigger::Measured | Trigger::Counters => measured = true,
                 }
             }
             if !changed.is_empty() {
@@ -264,7 +270,7 @@ impl Builder {
                     shown_paths(&self.ctx.root, &changed)
                 ));
             } else if measured {
-                notice("kernelbook: rebuilding with the new numbers");
+                notice("kernelbook: rebuilding with the new results");
             }
             self.pass();
         }
@@ -280,6 +286,7 @@ impl Builder {
         let started = Instant::now();
         let built = self.build();
         self.results.shown(&ending);
+        self.results.counters_pending();
         match built {
             Ok(()) => {
                 board.update(|status| {

@@ -73,6 +73,7 @@ fn fixture() -> Fixture {
         book,
         Board::new(Ok("Fake GPU".into())),
         gpu,
+        super::status::OpenLabs::default(),
     ));
     let lab = LabSpec::parse(
         include_str!("../../../labs/fixtures/coalesce.toml"),

@@ -600,6 +600,8 @@ mod tests {
             }],
             problem: None,
             provenance: None,
+            pending: Vec::new(),
+            from_recording: false,
         };
         let mut r = results();
         r.profile = Some(profile(4096.0, "copy"));

@@ -515,6 +515,8 @@ fn profile(names: Vec<String>) -> impl Strategy<Value = ProfileRun> {
             .collect(),
         problem: None,
         provenance: None,
+        pending: Vec::new(),
+        from_recording: false,
     })
 }
 

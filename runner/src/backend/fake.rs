@@ -184,6 +184,11 @@ impl Device for FakeDevice {
         out.copy_from_slice(&self.buffers[buffer.0][..out.len()]);
         Ok(())
     }
+    fn read_back(&mut self, buffer: BufferId, bytes: usize) -> Result<&[u8], DeviceError> {
+        self.buffers[buffer.0]
+            .get(..bytes)
+            .ok_or_else(|| DeviceError::invalid("read back", "range out of bounds"))
+    }
     fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError> {
         self.buffers[buffer.0].fill(byte);
         Ok(())

@@ -279,6 +279,10 @@ pub struct GpuDevice<V: Vendor> {
     /// Host staging buffers for the host ↔ device labs: page-locked, and ordinary memory.
     pinned: Option<V::Pinned>,
     pageable: Vec<u8>,
+    /// Where checks read outputs back: page-locked where the vendor has it (a readback at the
+    /// bus's speed, several times an ordinary one's), kept across variants and labs.
+    readback: Option<V::Pinned>,
+    readback_pageable: Vec<u8>,
     /// Declared last, so that it (the stream, events and context) is dropped after every
     /// buffer and kernel made from it.
     vendor: V,
@@ -296,6 +300,8 @@ impl<V: Vendor> GpuDevice<V> {
             flush_byte: 0xa5,
             pinned: None,
             pageable: Vec::new(),
+            readback: None,
+            readback_pageable: Vec::new(),
             vendor,
         }
     }
@@ -595,6 +601,43 @@ impl<V: Vendor> Device for GpuDevice<V> {
             self.vendor.copy_to_host("download", out, src)?;
         }
         self.vendor.synchronize("download")
+    }
+
+    fn read_back(&mut self, buffer: BufferId, bytes: usize) -> Result<&[u8], DeviceError> {
+        let operation = "read back";
+        let src = self::buffer(operation, &self.buffers, buffer)?;
+        if bytes > src.len() {
+            return Err(DeviceError::invalid(
+                operation,
+                format!("{bytes} bytes asked of a {}-byte buffer", src.len()),
+            ));
+        }
+        if bytes > 0 && self.readback.as_ref().is_none_or(|p| p.len() != bytes) {
+            // Freed before the new one is allocated, so two never coexist; without page-locked
+            // memory, ordinary memory does.
+            self.readback = None;
+            self.readback = self.vendor.alloc_pinned(operation, bytes).ok();
+        }
+        match self.readback.as_mut().filter(|_| bytes > 0) {
+            Some(pinned) => {
+                self.vendor.copy_to_pinned(operation, pinned, src)?;
+                self.vendor.synchronize(operation)?;
+                let pinned = self
+                    .readback
+                    .as_ref()
+                    .ok_or_else(|| DeviceError::new(operation, "no readback buffer"))?;
+                pinned.bytes(operation)
+            }
+            None => {
+                self.readback_pageable.resize(bytes, 0);
+                if bytes > 0 {
+                    self.vendor
+                        .copy_to_host(operation, &mut self.readback_pageable, src)?;
+                }
+                self.vendor.synchronize(operation)?;
+                Ok(&self.readback_pageable)
+            }
+        }
     }
 
     fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError> {

@@ -197,6 +197,9 @@ pub trait Device {
     fn upload(&mut self, buffer: BufferId, data: &[u8]) -> Result<(), DeviceError>;
     fn download(&mut self, buffer: BufferId, out: &mut [u8]) -> Result<(), DeviceError>;
     /// Sets every byte of the buffer to `byte`.
+    /// The first `bytes` of the buffer, after all queued work, in memory the device keeps for
+    /// it (page-locked where it can): how a check reads an output, without a copy of its own.
+    fn read_back(&mut self, buffer: BufferId, bytes: usize) -> Result<&[u8], DeviceError>;
     fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError>;
     fn load(&mut self, kernel: &CompiledKernel) -> Result<(KernelId, LoadedKernel), DeviceError>;
     /// Encodes a tensor map over one of the device's buffers, for kernels that move tiles

@@ -1,4 +1,5 @@
-//! A lab's device buffers: allocated at the plan's sizes, inputs drawn fresh and uploaded once.
+//! A lab's buffers: inputs drawn fresh on the host ([`HostInputs`]), then allocated at the
+//! plan's sizes on the device and uploaded once ([`LabBuffers`]).
 
 use super::EngineError;
 use crate::backend::{BufferId, Device};
@@ -36,14 +37,48 @@ fn restored_by_any(plan: &LabPlan) -> Vec<bool> {
     restored
 }
 
+/// The host side of a lab's buffers: the contents of each filled buffer (random or zero),
+/// exactly the bytes uploaded, drawn from the run's seed; `None` for poisoned buffers, which
+/// every variant's check poisons again. Drawn on any thread, ahead of the lab if need be
+/// ([`super::Ahead`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostInputs(pub Vec<Option<Vec<u8>>>);
+
+impl HostInputs {
+    /// Draws the filled buffers of `plan` from `seed`.
+    pub fn draw(plan: &LabPlan, seed: u64) -> HostInputs {
+        let mut rng = fastrand::Rng::with_seed(seed);
+        HostInputs(
+            plan.buffers
+                .iter()
+                .map(|buffer| {
+                    (buffer.fill != Fill::Poison).then(|| {
+                        references::initial_contents(buffer.fill, buffer.elem, buffer.len, &mut rng)
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The host copy of filled buffer `index` as a reference input.
+    pub fn input<'a>(&'a self, plan: &'a LabPlan, index: usize) -> Option<HostBuffer<'a>> {
+        let spec = plan.buffers.get(index)?;
+        Some(HostBuffer {
+            name: &spec.name,
+            elem: spec.elem,
+            bytes: self.0.get(index)?.as_deref()?,
+        })
+    }
+}
+
 impl LabBuffers {
-    /// Allocates every buffer of `plan`, fills the inputs from `seed` and uploads them. Inputs
-    /// go up once per lab: variants only read them (a kernel that wrote one would fail its own
-    /// check, and a fault ends the process, whose successor uploads them again).
-    pub fn prepare(
+    /// Allocates every buffer of `plan` and uploads the filled ones from `host`. Inputs go up
+    /// once per lab: variants only read them (a kernel that wrote one would fail its own check,
+    /// and a fault ends the process, whose successor uploads them again).
+    pub fn upload(
         plan: &LabPlan,
         device: &mut dyn Device,
-        seed: u64,
+        host: HostInputs,
     ) -> Result<LabBuffers, EngineError> {
         let lab_err = |message: String| EngineError::lab(&plan.lab, message);
         let restored = restored_by_any(plan);
@@ -68,9 +103,7 @@ impl LabBuffers {
                 plan.lab
             )));
         }
-        let mut rng = fastrand::Rng::with_seed(seed);
         let mut ids = Vec::with_capacity(plan.buffers.len());
-        let mut host = Vec::with_capacity(plan.buffers.len());
         for buffer in &plan.buffers {
             let id = device.alloc(buffer.bytes).map_err(|err| {
                 lab_err(format!(
@@ -80,12 +113,9 @@ impl LabBuffers {
                 ))
             })?;
             ids.push(id);
-            host.push((buffer.fill != Fill::Poison).then(|| {
-                references::initial_contents(buffer.fill, buffer.elem, buffer.len, &mut rng)
-            }));
         }
         let mut pristine = Vec::with_capacity(plan.buffers.len());
-        for ((id, data), &restore) in ids.iter().zip(&host).zip(&restored) {
+        for ((id, data), &restore) in ids.iter().zip(&host.0).zip(&restored) {
             let mut copy = None;
             if let Some(data) = data {
                 device
@@ -107,7 +137,7 @@ impl LabBuffers {
         }
         Ok(LabBuffers {
             ids,
-            host,
+            host: host.0,
             pristine,
         })
     }
@@ -120,15 +150,5 @@ impl LabBuffers {
             .filter(|(_, host)| host.is_none())
             .map(|(id, _)| *id)
             .collect()
-    }
-
-    /// The host copy of filled buffer `index` as a reference input.
-    pub fn host_input<'a>(&'a self, plan: &'a LabPlan, index: usize) -> Option<HostBuffer<'a>> {
-        let spec = plan.buffers.get(index)?;
-        Some(HostBuffer {
-            name: &spec.name,
-            elem: spec.elem,
-            bytes: self.host.get(index)?.as_deref()?,
-        })
     }
 }

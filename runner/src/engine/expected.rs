@@ -4,7 +4,7 @@
 //! another variant's output produced on the device the first time it is needed.
 
 use super::EngineError;
-use super::buffers::LabBuffers;
+use super::buffers::HostInputs;
 use crate::backend::{BufferId, DeviceError};
 use crate::ops::{self, Env, Readback};
 use crate::plan::{CheckPlan, LabPlan, ReferencePlan};
@@ -64,18 +64,25 @@ pub struct Expectations {
 }
 
 impl Expectations {
+    /// No expected output for any check: a run that only launches compares nothing.
+    pub fn none(plan: &LabPlan) -> Expectations {
+        Expectations {
+            slots: plan.checks.iter().map(|_| Slot::Unused).collect(),
+        }
+    }
+
     /// Computes the built-in references and submits the NumPy ones. A built-in reference that
     /// cannot answer stops the lab (its check is malformed); a NumPy one fails only its rows.
     pub fn start(
         plan: &LabPlan,
-        buffers: &LabBuffers,
+        host: &HostInputs,
         used: &[bool],
         external: &mut dyn ExternalReferences,
     ) -> Result<Expectations, EngineError> {
         let mut slots = Vec::with_capacity(plan.checks.len());
         for (check, &used) in plan.checks.iter().zip(used) {
             let slot = if used {
-                start_check(plan, check, buffers, external)?
+                start_check(plan, check, host, external)?
             } else {
                 Slot::Unused
             };
@@ -158,7 +165,7 @@ fn python_outcome(block: &str, err: PythonReferenceError) -> Outcome {
 fn start_check(
     plan: &LabPlan,
     check: &CheckPlan,
-    buffers: &LabBuffers,
+    host: &HostInputs,
     external: &mut dyn ExternalReferences,
 ) -> Result<Slot, EngineError> {
     let lab_err = |message: String| EngineError::lab(&plan.lab, message);
@@ -171,7 +178,7 @@ fn start_check(
             .inputs
             .iter()
             .map(|&index| {
-                buffers.host_input(plan, index).ok_or_else(|| {
+                host.input(plan, index).ok_or_else(|| {
                     lab_err(format!(
                         "the checked input `{}` must be a filled buffer, not a poisoned one",
                         plan.buffers.get(index).map_or("?", |b| b.name.as_str())

@@ -4,27 +4,30 @@
 //! inputs → references → for each variant: prepare · poison · run · check · time
 //! ```
 //!
-//! Kernels compile in the background while the inputs are drawn and the references computed;
-//! each variant waits only for its own. A variant that fails fails its own row. A sticky device
+//! Kernels compile on every core, ahead of the lab where the caller queued them ([`Ahead`]),
+//! and a lab's inputs and references may have been prepared while the GPU measured the lab
+//! before; each variant waits only for its own kernel. A variant that fails fails its own row. A sticky device
 //! fault (the context is unusable until the process ends) stops the run: the caller measures
 //! the remaining variants in a fresh process. The engine knows nothing of processes, Python or
 //! Nsight Compute; rows that run in Python are left to the caller.
 
+mod ahead;
 mod buffers;
 mod expected;
 mod progress;
 mod results;
 mod sample;
 
+pub use ahead::{Ahead, LOOK_AHEAD, LabInputs, Locked, SharedReferences, checks_used};
 pub use expected::{Expected, ExternalReferences};
-pub use progress::{Progress, Quiet, StageLog, notice};
+pub use progress::{Progress, Quiet, StageLog, TRACE_ENV, Traced, notice};
 pub(crate) use results::now_rfc3339;
 pub use results::{failed_result, lab_results, provenance, result_template};
 
-use crate::backend::{Compiler, Device, DeviceError};
+use crate::backend::{Device, DeviceError};
 use crate::ops::{self, Env, VariantOp};
 use crate::plan::{LabPlan, OpPlan, VariantPlan};
-use buffers::LabBuffers;
+use buffers::{HostInputs, LabBuffers};
 use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
 use sample::{Expectation, Sampling};
 use std::time::Instant;
@@ -46,29 +49,56 @@ impl EngineError {
     }
 }
 
-/// Which variants to run, on which input.
+/// Which variants to run, on which input, and how.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunOptions {
     /// Seed of the random input.
     pub seed: u64,
     /// Only these variants (by name); all when `None`.
     pub only: Option<Vec<String>>,
+    /// What each variant's run is for.
+    #[serde(default)]
+    pub purpose: Purpose,
+}
+
+/// What a run of a lab is for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// Check every variant, then time it.
+    #[default]
+    Measure,
+    /// Launch every variant once, as its check does (poisoned outputs, after its setup), and
+    /// nothing else: no reference, no comparison, no timing. What a profiler watches; the
+    /// run's [`EngineRun::launches`] say which kernels each variant launched, in order.
+    LaunchOnce,
+}
+
+/// The kernels one variant launched in a [`Purpose::LaunchOnce`] run, in order.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct VariantLaunches {
+    pub variant: String,
+    pub functions: Vec<String>,
 }
 
 /// What one run produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EngineRun {
-    /// The rows measured, in the plan's order; Python rows and those after a fault are absent.
+    /// The rows measured, in the plan's order; Python rows and those after a fault are absent
+    /// (and every row, in a [`Purpose::LaunchOnce`] run).
     pub results: LabResults,
     /// The variant whose sticky device fault stopped the run, if one did.
     pub faulted: Option<String>,
+    /// In a [`Purpose::LaunchOnce`] run, what each variant launched.
+    pub launches: Vec<VariantLaunches>,
 }
 
-/// Runs the selected device variants of `plan` on `device`; NumPy references go to `external`.
+/// Runs the selected device variants of `plan` on `device`, with the kernels and inputs that
+/// `ahead` prepared (or prepares now); NumPy references go to `external`.
 pub fn run(
     plan: &LabPlan,
     device: &mut dyn Device,
-    compiler: &dyn Compiler,
+    ahead: &Ahead,
     options: &RunOptions,
     external: &mut dyn ExternalReferences,
     progress: &mut dyn Progress,
@@ -91,70 +121,190 @@ pub fn run(
         "lab `{}`: preparing buffers and the CPU reference, compiling its kernels",
         plan.lab
     ));
-    std::thread::scope(|scope| {
-        // A variant the target cannot run is neither compiled nor checked.
-        let runnable = || {
-            selected
-                .iter()
-                .map(|(_, v, _)| *v)
-                .filter(|v| v.unsupported.is_none())
+    // A variant the target cannot run is neither compiled nor checked.
+    let builds = ops::kernel::builds_of(
+        selected
+            .iter()
+            .map(|(_, v, _)| *v)
+            .filter(|v| v.unsupported.is_none()),
+    );
+    let mut kernels = ops::kernel::Kernels::start(plan, &builds, ahead.compiles());
+    let LabInputs {
+        host,
+        mut expectations,
+    } = lab_inputs(plan, ahead, options, external)?;
+    progress.mark("inputs drawn, references ready or submitted");
+    let buffers = LabBuffers::upload(plan, device, host)?;
+    progress.mark("inputs uploaded");
+    let mut provenance = provenance(device, ahead.compiles().compiler(), plan, options.seed);
+    progress.begin(&provenance);
+    let mut lab = LabRun {
+        plan,
+        buffers: &buffers,
+        poisoned: buffers.poisoned(),
+        kernels: &mut kernels,
+        expectations: &mut expectations,
+        scratch: Vec::new(),
+    };
+    let mut rows = Rows::default();
+    for (index, variant, op) in selected {
+        progress.variant(index, plan.variants.len(), &variant.name);
+        let row = Row { variant, op };
+        let error = match options.purpose {
+            Purpose::Measure => {
+                let (result, error) = lab.measure(&row, device, external, progress);
+                progress.finished(&result);
+                rows.results.push(result);
+                error
+            }
+            Purpose::LaunchOnce => {
+                let (launches, error) = lab.launch_once(&row, device);
+                rows.launches.extend(launches);
+                error
+            }
         };
-        let builds = ops::kernel::builds_of(runnable());
-        let mut kernels = ops::kernel::Kernels::start(scope, plan, builds, compiler);
-        let buffers = LabBuffers::prepare(plan, device, options.seed)?;
-        let mut used = vec![false; plan.checks.len()];
-        for variant in runnable() {
-            if let Some(slot) = used.get_mut(variant.check) {
-                *slot = true;
-            }
+        if error.is_some_and(|e| e.is_sticky()) {
+            rows.faulted = Some(variant.name.clone());
+            break;
         }
-        let mut expected = expected::Expectations::start(plan, &buffers, &used, external)?;
-        let mut provenance = provenance(device, compiler, plan, options.seed);
-        progress.begin(&provenance);
-        let poisoned = buffers.poisoned();
-        let mut scratch = Vec::new();
-        let mut variants = Vec::with_capacity(selected.len());
-        let mut faulted = None;
-        for (index, variant, op) in selected {
-            progress.variant(index, plan.variants.len(), &variant.name);
-            let mut env = Env {
-                plan,
-                device: &mut *device,
-                buffers: &buffers.ids,
-                host: &buffers.host,
-                pristine: &buffers.pristine,
-                kernels: &mut kernels,
-            };
-            let row = Row {
-                variant,
-                op,
-                poisoned: &poisoned,
-            };
-            let mut references = References {
-                expected: &mut expected,
-                external: &mut *external,
-            };
-            let (result, error) = row.measure(&mut env, &mut references, &mut scratch, progress);
-            progress.finished(&result);
-            variants.push(result);
-            if error.is_some_and(|e| e.is_sticky()) {
-                faulted = Some(variant.name.clone());
-                break;
-            }
-        }
-        provenance.clocks = device.clocks();
-        Ok(EngineRun {
-            results: lab_results(plan, provenance, started, variants),
-            faulted,
-        })
+    }
+    provenance.clocks = device.clocks();
+    Ok(EngineRun {
+        results: lab_results(plan, provenance, started, rows.results),
+        faulted: rows.faulted,
+        launches: rows.launches,
     })
+}
+
+/// What a run's rows produced so far.
+#[derive(Default)]
+struct Rows {
+    results: Vec<VariantResult>,
+    launches: Vec<VariantLaunches>,
+    faulted: Option<String>,
+}
+
+/// The inputs and expected outputs of the run: prepared ahead, else now; a run that only
+/// launches needs no reference.
+fn lab_inputs(
+    plan: &LabPlan,
+    ahead: &Ahead,
+    options: &RunOptions,
+    external: &mut dyn ExternalReferences,
+) -> Result<LabInputs, EngineError> {
+    match options.purpose {
+        Purpose::LaunchOnce => Ok(LabInputs {
+            host: HostInputs::draw(plan, options.seed),
+            expectations: expected::Expectations::none(plan),
+        }),
+        Purpose::Measure => match ahead.take(plan, options.seed) {
+            Some(prepared) => prepared,
+            None => {
+                let used = ahead::checks_used(plan, options.only.as_deref());
+                LabInputs::prepare(plan, options.seed, &used, external)
+            }
+        },
+    }
+}
+
+/// A lab's state while its rows run.
+struct LabRun<'a> {
+    plan: &'a LabPlan,
+    buffers: &'a LabBuffers,
+    poisoned: Vec<crate::backend::BufferId>,
+    kernels: &'a mut ops::kernel::Kernels,
+    expectations: &'a mut expected::Expectations,
+    /// Reused from variant to variant: a fresh buffer of hundreds of MiB costs a page fault
+    /// per page every time.
+    scratch: Vec<u8>,
+}
+
+impl LabRun<'_> {
+    fn measure(
+        &mut self,
+        row: &Row<'_>,
+        device: &mut dyn Device,
+        external: &mut dyn ExternalReferences,
+        progress: &mut dyn Progress,
+    ) -> (VariantResult, Option<DeviceError>) {
+        let LabRun {
+            plan,
+            buffers,
+            poisoned,
+            kernels,
+            expectations,
+            scratch,
+        } = self;
+        let mut env = Env {
+            plan,
+            device,
+            buffers: &buffers.ids,
+            host: &buffers.host,
+            pristine: &buffers.pristine,
+            kernels,
+        };
+        let mut references = References {
+            expected: expectations,
+            external,
+        };
+        row.measure(&mut env, &mut references, poisoned, scratch, progress)
+    }
+
+    /// Runs the variant once, as its check would, and says what it launched.
+    fn launch_once(
+        &mut self,
+        row: &Row<'_>,
+        device: &mut dyn Device,
+    ) -> (Option<VariantLaunches>, Option<DeviceError>) {
+        if row.variant.unsupported.is_some() {
+            return (None, None);
+        }
+        let LabRun {
+            plan,
+            buffers,
+            poisoned,
+            kernels,
+            ..
+        } = self;
+        let mut env = Env {
+            plan,
+            device,
+            buffers: &buffers.ids,
+            host: &buffers.host,
+            pristine: &buffers.pristine,
+            kernels,
+        };
+        let Ok(prepared) = row.op.prepare(&mut env, row.variant) else {
+            return (None, None);
+        };
+        let ran = env
+            .restore(row.variant)
+            .and_then(|()| sample::run_prepared_once(env.device, &prepared, poisoned));
+        let functions = prepared
+            .setup
+            .iter()
+            .chain(&prepared.timed)
+            .filter_map(|step| match step {
+                ops::Step::Launch { kernel, .. } => env.kernels.function_of(env.plan, *kernel),
+                _ => None,
+            })
+            .map(str::to_string)
+            .collect();
+        let launches = VariantLaunches {
+            variant: row.variant.name.clone(),
+            functions,
+        };
+        match ran {
+            Ok(()) => (Some(launches), None),
+            Err(err) => (None, Some(err)),
+        }
+    }
 }
 
 /// One variant's measurement.
 struct Row<'a> {
     variant: &'a VariantPlan,
     op: &'a dyn VariantOp,
-    poisoned: &'a [crate::backend::BufferId],
 }
 
 /// Where a row's expected output comes from.
@@ -169,6 +319,7 @@ impl Row<'_> {
         &self,
         env: &mut Env<'_>,
         references: &mut References<'_>,
+        poisoned: &[crate::backend::BufferId],
         scratch: &mut Vec<u8>,
         progress: &mut dyn Progress,
     ) -> (VariantResult, Option<DeviceError>) {
@@ -179,7 +330,9 @@ impl Row<'_> {
             };
             return (result_template(plan, self.variant, outcome), None);
         }
-        let prepared = match self.op.prepare(env, self.variant) {
+        let prepared = self.op.prepare(env, self.variant);
+        progress.mark("prepared");
+        let prepared = match prepared {
             Ok(prepared) => prepared,
             Err(refusal) => {
                 let result = result_template(plan, self.variant, refusal.into_outcome());
@@ -189,13 +342,14 @@ impl Row<'_> {
         let expected = references.expected.get(
             self.variant.check,
             env,
-            self.poisoned,
+            poisoned,
             references.external,
             progress,
         );
+        progress.mark("reference ready");
         let (outcome, counter, error) = match expected {
             Ok(Ok(expected)) => {
-                match self.verify_and_time(env, &prepared, expected, scratch, progress) {
+                match self.verify_and_time(env, &prepared, expected, poisoned, scratch, progress) {
                     Ok((outcome, counter)) => (outcome, counter, None),
                     Err(err) => (launch_failure(&err), None, Some(err)),
                 }
@@ -219,6 +373,7 @@ impl Row<'_> {
         env: &mut Env<'_>,
         prepared: &ops::Prepared,
         expected: Expected<'_>,
+        poisoned: &[crate::backend::BufferId],
         scratch: &mut Vec<u8>,
         progress: &mut dyn Progress,
     ) -> Result<(Outcome, Option<kernelbook_core::results::CounterResult>), DeviceError> {
@@ -258,7 +413,7 @@ impl Row<'_> {
         sample::verify_and_time(
             env.device,
             prepared,
-            self.poisoned,
+            poisoned,
             &expectation,
             &sampling,
             scratch,

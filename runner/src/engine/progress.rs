@@ -12,6 +12,83 @@ pub trait Progress {
     fn begin(&mut self, _provenance: &Provenance) {}
     /// A variant is done (measured, wrong or failed).
     fn finished(&mut self, _result: &VariantResult) {}
+    /// A step of the work has ended ("inputs uploaded", "checked"): for timelines
+    /// ([`Traced`]), never shown on a terminal.
+    fn mark(&mut self, _step: &str) {}
+}
+
+/// Another reporter, plus a timeline of every report with its time since the start, one JSON
+/// line each, in the file `KERNELBOOK_TRACE` names (`scripts/bench` reads it to say where a
+/// build's time went). Without the variable it is only the reporter inside.
+#[derive(Debug)]
+pub struct Traced<P> {
+    inner: P,
+    file: Option<std::io::BufWriter<std::fs::File>>,
+    started: std::time::Instant,
+}
+
+/// The variable that names the timeline's file.
+pub const TRACE_ENV: &str = "KERNELBOOK_TRACE";
+
+impl<P: Progress> Traced<P> {
+    /// `inner`, traced into the file `KERNELBOOK_TRACE` names (appended to), if it names one
+    /// that can be opened.
+    pub fn from_env(inner: P) -> Self {
+        let file = std::env::var_os(TRACE_ENV).and_then(|path| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .ok()
+                .map(std::io::BufWriter::new)
+        });
+        Traced {
+            inner,
+            file,
+            started: std::time::Instant::now(),
+        }
+    }
+
+    fn write(&mut self, kind: &str, what: &str) {
+        use std::io::Write;
+        let Some(file) = self.file.as_mut() else {
+            return;
+        };
+        let line = serde_json::json!({
+            "t": self.started.elapsed().as_secs_f64(),
+            "kind": kind,
+            "what": what,
+        });
+        // A timeline that cannot be written is no reason to stop measuring.
+        let _ = writeln!(file, "{line}");
+        let _ = file.flush();
+    }
+}
+
+impl<P: Progress> Progress for Traced<P> {
+    fn stage(&mut self, message: &str) {
+        self.write("stage", message);
+        self.inner.stage(message);
+    }
+    fn variant(&mut self, index: usize, total: usize, name: &str) {
+        self.write("variant", name);
+        self.inner.variant(index, total, name);
+    }
+    fn samples(&mut self, count: usize) {
+        self.inner.samples(count);
+    }
+    fn begin(&mut self, provenance: &Provenance) {
+        self.write("begin", &provenance.device.name);
+        self.inner.begin(provenance);
+    }
+    fn finished(&mut self, result: &VariantResult) {
+        self.write("finished", &result.name);
+        self.inner.finished(result);
+    }
+    fn mark(&mut self, step: &str) {
+        self.write("mark", step);
+        self.inner.mark(step);
+    }
 }
 
 /// Reports nothing.

@@ -67,12 +67,27 @@ pub fn verify_and_time(
     } else {
         run_once(device, prepared, &op, poisoned)?;
     }
+    progress.mark("checked");
     for _ in 0..sampling.timing.warmup_runs {
         restore(device)?;
         device.run(&op)?;
     }
     device.synchronize()?;
     time(device, &op, sampling, progress)
+}
+
+/// [`run_once`] of everything `prepared` times, as its check runs it (for a profiler).
+pub(super) fn run_prepared_once(
+    device: &mut dyn Device,
+    prepared: &Prepared,
+    poisoned: &[BufferId],
+) -> Result<(), DeviceError> {
+    let timed: Vec<Op<'_>> = prepared.timed.iter().map(|step| step.op()).collect();
+    let op = match timed.as_slice() {
+        [one] => *one,
+        several => Op::Sequence(several),
+    };
+    run_once(device, prepared, &op, poisoned)
 }
 
 /// One run on poisoned outputs after the setup steps, as the check runs it.
@@ -106,15 +121,18 @@ fn verify(
 ) -> Result<Option<kernelbook_core::results::Mismatch>, DeviceError> {
     let expected = expectation.expected.unwrap_or_default();
     run_once(device, prepared, op, poisoned)?;
-    scratch.clear();
-    scratch.resize(expected.len(), 0);
-    match prepared.readback {
-        Readback::Buffer(id) => device.download(id, scratch)?,
-        Readback::Host { pinned } => device.read_host(pinned, scratch)?,
-    }
+    let actual: &[u8] = match prepared.readback {
+        Readback::Buffer(id) => device.read_back(id, expected.len())?,
+        Readback::Host { pinned } => {
+            // The readback overwrites every byte: only a new size costs zeroing.
+            scratch.resize(expected.len(), 0);
+            device.read_host(pinned, scratch)?;
+            scratch
+        }
+    };
     Ok(references::first_mismatch(
         expected,
-        scratch,
+        actual,
         expectation.elem,
         expectation.comparison,
     ))

@@ -107,11 +107,14 @@ fn plan(text: &str, kernels: &BTreeMap<String, KernelSource>) -> LabPlan {
 }
 
 fn measure(device: &mut FakeDevice, plan: &LabPlan, seed: u64) -> EngineRun {
-    let options = RunOptions { seed, only: None };
+    let options = RunOptions {
+        seed,
+        ..RunOptions::default()
+    };
     super::run(
         plan,
         device,
-        &FakeCompiler,
+        &Ahead::new(std::sync::Arc::new(FakeCompiler)),
         &options,
         &mut NoPython,
         &mut Quiet,
@@ -217,11 +220,12 @@ fn only_the_selected_variants_run_in_the_plans_order() {
     let options = RunOptions {
         seed: 1,
         only: Some(vec!["wrong".into(), "memcpy".into()]),
+        ..RunOptions::default()
     };
     let run = super::run(
         &plan,
         &mut FakeDevice::new(),
-        &FakeCompiler,
+        &Ahead::new(std::sync::Arc::new(FakeCompiler)),
         &options,
         &mut NoPython,
         &mut Quiet,
@@ -353,7 +357,7 @@ fn a_lab_larger_than_free_memory_names_the_lab_and_the_limit() {
     let err = super::run(
         &plan,
         &mut FakeDevice::new(),
-        &FakeCompiler,
+        &Ahead::new(std::sync::Arc::new(FakeCompiler)),
         &options,
         &mut NoPython,
         &mut Quiet,

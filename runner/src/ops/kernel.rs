@@ -1,29 +1,22 @@
-//! Kernels of the book: compiled once per lab and option set (on every core, in the
-//! background, while the inputs and references are prepared), loaded on the device's thread,
+//! Kernels of the book: compiled once per option set on the process's pool (on every core,
+//! ahead of the labs that launch them: [`super::compile`]), loaded on the device's thread,
 //! and launched with the plan's shapes and arguments.
 
+use super::compile::{BuildJob, CompilePool};
 use super::{Annotations, Env, Prepared, Readback, Refusal, Step, VariantOp, check_output};
 use crate::backend::{
-    CompileError, CompileRequest, CompiledKernel, Compiler, Device, DeviceErrorKind, KernelArg,
-    KernelId, LoadedKernel, TensorMapId, TensorMapRequest, ptxas,
+    CompileError, CompiledKernel, Device, DeviceErrorKind, KernelArg, KernelId, LoadedKernel,
+    TensorMapId, TensorMapRequest, ptxas,
 };
 use crate::plan::{ArgPlan, KernelOp, LabPlan, LaunchPlan, VariantPlan};
 use kernelbook_core::results::{FailureStage, KernelResources, LaunchShape};
-use std::collections::{BTreeMap, VecDeque};
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
 
-/// The image of plan build `index`, or why it did not compile.
-type Image = (usize, Result<CompiledKernel, CompileError>);
-
-/// The lab's kernels: compiling in the background, then loaded once each.
+/// The lab's kernels: compiling on the process's [`CompilePool`], then loaded once each.
 #[derive(Debug)]
 pub struct Kernels {
     loaded: BTreeMap<usize, Result<Loaded, Refusal>>,
-    /// Images compiled ahead of time and not loaded yet.
-    images: Vec<Image>,
-    /// Where the rest arrive while compiling goes on; `None` once it has ended.
-    arriving: Option<mpsc::Receiver<Image>>,
+    pool: CompilePool,
 }
 
 #[derive(Debug, Clone)]
@@ -35,49 +28,14 @@ struct Loaded {
 }
 
 impl Kernels {
-    /// Starts compiling `builds` (indices into the plan's builds) on as many threads as there
-    /// are cores, in the order given; each program compiles independently. Loading stays on
-    /// the device's thread ([`Kernels::load`]).
-    pub fn start<'scope>(
-        scope: &'scope std::thread::Scope<'scope, '_>,
-        plan: &'scope LabPlan,
-        builds: Vec<usize>,
-        compiler: &'scope dyn Compiler,
-    ) -> Kernels {
-        let threads = std::thread::available_parallelism()
-            .map_or(1, std::num::NonZeroUsize::get)
-            .min(builds.len());
-        let queue = Arc::new(Mutex::new(builds.into_iter().collect::<VecDeque<_>>()));
-        let (images, arriving) = mpsc::channel();
-        for _ in 0..threads {
-            let queue = Arc::clone(&queue);
-            let images = images.clone();
-            scope.spawn(move || {
-                while let Some(index) = queue.lock().ok().and_then(|mut q| q.pop_front()) {
-                    let image = compile_build(plan, index, compiler);
-                    if images.send((index, image)).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
+    /// Queues `builds` (indices into the plan's builds) on `pool`, in the order given, unless
+    /// it compiled or queued them already (ahead of the lab); loading stays on the device's
+    /// thread ([`Kernels::load`]).
+    pub fn start(plan: &LabPlan, builds: &[usize], pool: &CompilePool) -> Kernels {
+        pool.queue(CompilePool::jobs_of(plan, builds));
         Kernels {
             loaded: BTreeMap::new(),
-            images: Vec::new(),
-            arriving: Some(arriving),
-        }
-    }
-
-    /// The image of build `index`, waiting for it if it is still compiling.
-    fn take_image(&mut self, index: usize) -> Option<Result<CompiledKernel, CompileError>> {
-        loop {
-            if let Some(at) = self.images.iter().position(|(i, _)| *i == index) {
-                return Some(self.images.swap_remove(at).1);
-            }
-            match self.arriving.as_ref()?.recv() {
-                Ok(image) => self.images.push(image),
-                Err(_) => self.arriving = None,
-            }
+            pool: pool.clone(),
         }
     }
 
@@ -92,37 +50,27 @@ impl Kernels {
         if let Some(loaded) = self.loaded.get(&index) {
             return loaded.clone();
         }
-        let image = self.take_image(index).unwrap_or_else(|| {
-            Err(CompileError::Compiler(format!(
-                "build {index} of lab `{}` was not among those compiled for the selected variants",
+        let image = match BuildJob::of(plan, index) {
+            Some(job) => self.pool.image(&job),
+            None => Err(CompileError::Compiler(format!(
+                "lab `{}` has no build {index}",
                 plan.lab
-            )))
-        });
+            ))),
+        };
         let loaded = load_image(plan, index, image, device);
         self.loaded.insert(index, loaded.clone());
         loaded
     }
-}
 
-/// Compiles build `index` of `plan`; a compiler that panics fails its kernel's variants, not
-/// the lab.
-fn compile_build(
-    plan: &LabPlan,
-    index: usize,
-    compiler: &dyn Compiler,
-) -> Result<CompiledKernel, CompileError> {
-    let Some(build) = plan.builds.get(index) else {
-        return Err(CompileError::Compiler(format!("no build {index}")));
-    };
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        compiler.compile(&CompileRequest {
-            name: &build.source.name,
-            source: &build.source.source,
-            arch: &plan.target.arch,
-            flags: &build.flags,
+    /// The function name of the kernel loaded as `kernel`, if this lab loaded it.
+    pub fn function_of<'p>(&self, plan: &'p LabPlan, kernel: KernelId) -> Option<&'p str> {
+        self.loaded.iter().find_map(|(index, loaded)| {
+            let loaded = loaded.as_ref().ok()?;
+            (loaded.kernel == kernel)
+                .then(|| plan.builds.get(*index).map(|b| b.source.name.as_str()))
+                .flatten()
         })
-    }))
-    .unwrap_or_else(|_| Err(CompileError::Compiler("the compiler panicked".into())))
+    }
 }
 
 fn load_image(

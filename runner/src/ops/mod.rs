@@ -6,6 +6,7 @@
 //! ([`library`]). Python rows ([`python`]) run in the Python process, which the engine knows
 //! nothing of: the supervisor measures them.
 
+pub mod compile;
 pub mod device_copy;
 pub mod host_copy;
 pub mod kernel;

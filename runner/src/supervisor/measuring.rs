@@ -4,10 +4,10 @@
 
 use super::RunError;
 use crate::backend::BackendChoice;
-use crate::engine::{EngineError, Progress, RunOptions, failed_result};
+use crate::engine::{EngineError, Progress, Purpose, RunOptions, failed_result};
 use crate::plan::{LabPlan, OpPlan};
 use crate::process::{self, ChildProcess, Incoming, Spawn};
-use crate::protocol::{CHILD_ARG, ChildRequest, Event};
+use crate::protocol::{CHILD_ARG, ChildRequest, Event, PrepareRequest, Request};
 use kernelbook_core::results::{FailureStage, Provenance, VariantResult};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,6 +44,39 @@ impl MeasuringProcess {
         match reusable {
             Some(child) => Ok(child),
             None => LiveChild::spawn(&self.exe, backend),
+        }
+    }
+
+    /// Tells the live child (started now if there is none) which labs come next, so that it
+    /// compiles their kernels and prepares their inputs while it measures. A child that does
+    /// not take the request is let go: the next lab starts another.
+    pub fn prepare(&self, request: &PrepareRequest) -> Result<(), String> {
+        let mut child = self
+            .take(request.backend)
+            .map_err(|failure| match failure {
+                ChildFailure::Spawn(message) | ChildFailure::Lab(message) => message,
+            })?;
+        let line =
+            serde_json::to_string(&Request::Prepare(request.clone())).map_err(|e| e.to_string())?;
+        if let Err(err) = child.process.send_line(&line) {
+            child.kill();
+            return Err(format!("cannot send the labs to prepare: {err}"));
+        }
+        match child.events.recv_until(Instant::now() + PREPARE_ANSWER) {
+            Ok(Event::Prepared) => {
+                self.put_back(child);
+                Ok(())
+            }
+            Ok(other) => {
+                child.kill();
+                Err(format!(
+                    "the measuring process answered {other:?} to the labs to prepare"
+                ))
+            }
+            Err(_) => {
+                child.kill();
+                Err("the measuring process did not take the labs to prepare".into())
+            }
         }
     }
 
@@ -85,6 +118,7 @@ pub fn measure_in_children(
             options: RunOptions {
                 seed,
                 only: Some(remaining.clone()),
+                purpose: Purpose::Measure,
             },
         };
         let before = remaining.len();
@@ -145,6 +179,9 @@ const STDERR_LINES: usize = 20;
 /// How long a child that said it is done, or closed its stdout, may take to exit (a CUDA
 /// context takes a moment to tear down) before it is killed.
 const EXIT_GRACE: Duration = Duration::from_secs(10);
+/// How long a child may take to take the labs to prepare (it opens the GPU first, if it has
+/// not yet: a CUDA context takes a moment).
+const PREPARE_ANSWER: Duration = Duration::from_secs(30);
 
 impl LiveChild {
     fn spawn(exe: &Path, backend: BackendChoice) -> Result<LiveChild, ChildFailure> {
@@ -217,7 +254,8 @@ fn run_one_child(
     provenance: &mut Option<Provenance>,
 ) -> Result<ChildEnd, ChildFailure> {
     let mut child = process.take(request.backend)?;
-    let line = serde_json::to_string(request).map_err(|e| ChildFailure::Spawn(e.to_string()))?;
+    let line = serde_json::to_string(&Request::Measure(Box::new(request.clone())))
+        .map_err(|e| ChildFailure::Spawn(e.to_string()))?;
     if let Err(err) = child.process.send_line(&line) {
         child.kill();
         return Err(ChildFailure::Spawn(format!(
@@ -236,6 +274,7 @@ fn run_one_child(
                 deadline = Instant::now() + timeout;
             }
             Ok(Event::Samples { count }) => progress.samples(count),
+            Ok(Event::Mark { step }) => progress.mark(&step),
             Ok(Event::Begin { provenance: p }) => {
                 progress.begin(&p);
                 provenance.get_or_insert(*p);
@@ -250,7 +289,10 @@ fn run_one_child(
                 running = None;
                 on_result(*result);
             }
-            Ok(Event::Done { clocks, reusable }) => {
+            Ok(Event::Prepared) => {}
+            Ok(Event::Done {
+                clocks, reusable, ..
+            }) => {
                 if let (Some(clocks), Some(provenance)) = (clocks, provenance.as_mut()) {
                     provenance.clocks = Some(clocks);
                 }

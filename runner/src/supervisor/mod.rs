@@ -1,30 +1,35 @@
 //! The supervisor: which process measures what, and when.
 //!
 //! Device rows run in the measuring child ([`measuring`]): one process for the whole build,
-//! replaced after a crash, a hang or a sticky fault, the remaining rows measured by its
-//! successor. Python rows run afterwards in the build's one Python process ([`PythonPeers`]),
-//! when no child holds the GPU; labs with Python rows are measured last, so that `import torch`
-//! (seconds) overlaps the other labs. Labs that ask for it are then profiled under Nsight
-//! Compute (`profile`, with the ncu tool of [`crate::profile`]). Without isolation (tests, and a caller that wants it), device
-//! rows run in this process instead.
+//! told every lab to come before the first (it compiles every kernel and prepares each lab's
+//! inputs ahead), replaced after a crash, a hang or a sticky fault, the remaining rows measured
+//! by its successor. Python rows run afterwards in the build's one Python process
+//! ([`PythonPeers`]), when no child holds the GPU; labs with Python rows are measured last, so
+//! that `import torch` (seconds) overlaps the other labs. Counters are a second layer,
+//! collected only when asked ([`Supervisor::counters`]: one Nsight Compute session per lab,
+//! [`profile`]), never on the way to a lab's numbers. Without isolation (tests, and a caller
+//! that wants it), device rows run in this process instead.
 
 mod child;
 pub mod measuring;
-mod profile;
+pub mod profile;
 
 pub use child::child_main;
 
-use crate::backend::{self, BackendChoice, Compiler, Device};
-use crate::engine::{self, EngineError, Progress, RunOptions};
+use crate::backend::{self, BackendChoice, Device};
+use crate::engine::{
+    self, Ahead, EngineError, Locked, Progress, Purpose, RunOptions, SharedReferences,
+};
 use crate::ops;
 use crate::peers::PythonPeers;
 use crate::plan::{LabPlan, OpPlan};
+use crate::protocol::{PrepareRequest, PreparedLab};
 use crate::references::python::PythonReferences;
 use kernelbook_core::results::{LabResults, Provenance, VariantResult};
 use measuring::MeasuringProcess;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// Why a lab could not be measured.
@@ -47,8 +52,10 @@ impl RunError {
     }
 }
 
-/// A GPU opened in this process and its compiler, once the first lab needs them.
-type LocalGpu = Mutex<Option<(Box<dyn Device + Send>, Box<dyn Compiler + Send>)>>;
+/// A GPU opened in this process, with the work done ahead of it.
+type OpenedGpu = (Box<dyn Device + Send>, Ahead);
+/// The GPU of this process, opened once the first lab needs it.
+type LocalGpu = Mutex<Option<OpenedGpu>>;
 
 /// Where device rows are measured.
 enum Place {
@@ -70,7 +77,7 @@ pub struct Supervisor {
     place: Place,
     python: PythonPeers,
     /// NumPy references of labs measured in this process (a measuring child keeps its own).
-    references: Mutex<PythonReferences>,
+    references: Arc<Mutex<PythonReferences>>,
 }
 
 impl std::fmt::Debug for Supervisor {
@@ -96,7 +103,7 @@ impl Supervisor {
             ordinal: 0,
             place,
             python: PythonPeers::new(),
-            references: Mutex::new(PythonReferences::new()),
+            references: Arc::new(Mutex::new(PythonReferences::new())),
         }
     }
 
@@ -117,9 +124,12 @@ impl Supervisor {
         self
     }
 
-    /// Measures every plan, in the order that suits the GPU: the Python process is started
-    /// first if any plan needs it, and labs with Python rows go last. Results come back in the
-    /// order of `plans`.
+    /// Measures every plan, in the order that suits the GPU, and gives the results in the
+    /// order of `plans`. Before the first: the Python process is started if any plan needs it
+    /// (`import torch` takes seconds), and the measuring process is told every lab to come,
+    /// so that it compiles all their kernels on every core and prepares each lab's inputs and
+    /// references while the GPU measures the lab before ([`crate::engine::Ahead`]). Labs with
+    /// Python rows go last.
     pub fn measure_all(
         &self,
         plans: &[&LabPlan],
@@ -128,12 +138,28 @@ impl Supervisor {
         if plans.iter().any(|plan| plan.runs_python()) {
             self.python.start();
         }
-        let mut order: Vec<usize> = (0..plans.len()).collect();
-        order.sort_by_key(|&i| plans[i].runs_python());
+        let order = measuring_order(plans);
+        let seeds: Vec<u64> = plans.iter().map(|_| fastrand::u64(..)).collect();
+        if plans.len() > 1 {
+            let labs = order
+                .iter()
+                .map(|&i| PreparedLab {
+                    plan: plans[i].clone(),
+                    seed: seeds[i],
+                })
+                .collect();
+            self.prepare(labs, progress);
+        }
         let mut results: Vec<Option<Result<LabResults, RunError>>> =
             plans.iter().map(|_| None).collect();
-        for i in order {
-            results[i] = Some(self.measure(plans[i], progress));
+        for (position, &i) in order.iter().enumerate() {
+            progress.stage(&format!(
+                "numbers: lab {} of {} (`{}`)",
+                position + 1,
+                plans.len(),
+                plans[i].lab
+            ));
+            results[i] = Some(self.measure_seeded(plans[i], seeds[i], progress));
         }
         results
             .into_iter()
@@ -141,14 +167,53 @@ impl Supervisor {
             .collect()
     }
 
-    /// Measures one plan: its device rows, then its Python rows, then its profile.
+    /// Tells whoever measures which labs come, and with which seeds. Best-effort: a lab that
+    /// was not prepared is prepared when it comes up.
+    fn prepare(&self, labs: Vec<PreparedLab>, progress: &mut dyn Progress) {
+        match &self.place {
+            Place::Children { process, .. } => {
+                let request = PrepareRequest {
+                    backend: self.backend,
+                    ordinal: self.ordinal,
+                    labs,
+                };
+                if let Err(why) = process.prepare(&request) {
+                    progress.stage(&format!("not preparing labs ahead: {why}"));
+                }
+            }
+            Place::InProcess(device) => {
+                let Ok(mut guard) = self.local_gpu(device, progress) else {
+                    return;
+                };
+                if let Some((_, ahead)) = guard.as_mut() {
+                    let plans: Vec<LabPlan> = labs.iter().map(|lab| lab.plan.clone()).collect();
+                    ahead.compile(&plans);
+                    let references: SharedReferences = self.references.clone();
+                    ahead.prepare(
+                        labs.into_iter().map(|lab| (lab.plan, lab.seed)).collect(),
+                        references,
+                    );
+                }
+            }
+        }
+    }
+
+    /// Measures one plan, on fresh random input: its device rows, then its Python rows.
     pub fn measure(
         &self,
         plan: &LabPlan,
         progress: &mut dyn Progress,
     ) -> Result<LabResults, RunError> {
+        self.measure_seeded(plan, fastrand::u64(..), progress)
+    }
+
+    fn measure_seeded(
+        &self,
+        plan: &LabPlan,
+        seed: u64,
+        progress: &mut dyn Progress,
+    ) -> Result<LabResults, RunError> {
         let started = Instant::now();
-        let seed = fastrand::u64(..);
         let (mut rows, provenance) = match &self.place {
             Place::Children { process, .. } => {
                 progress.stage(&format!(
@@ -165,22 +230,15 @@ impl Supervisor {
             }
             Place::InProcess(device) => self.measure_here(device, plan, seed, progress)?,
         };
+        progress.mark("device rows measured");
         self.measure_python_rows(plan, &provenance, &mut rows, progress);
+        progress.mark("Python rows measured");
         let variants = plan
             .variants
             .iter()
             .filter_map(|v| rows.remove(&v.name))
             .collect();
-        let mut results = engine::lab_results(plan, provenance, started, variants);
-        if let (true, Place::Children { exe, .. }) = (plan.profile, &self.place) {
-            results.profile = Some(profile::profile_lab(
-                exe,
-                (self.backend, self.ordinal),
-                plan,
-                &results,
-                progress,
-            ));
-        }
+        let results = engine::lab_results(plan, provenance, started, variants);
         // What the book would distrust on load is not shown now either, nor cached.
         results.validate().map_err(|err| {
             RunError::lab(&plan.lab, format!("the measurement is implausible: {err}"))
@@ -188,21 +246,23 @@ impl Supervisor {
         Ok(results)
     }
 
-    /// Profiles under Nsight Compute the kernel variants of `plan` that `results` shows
-    /// measured, on `results`' input seed: counters for a lab measured earlier. Profiling needs
-    /// the measuring child processes (ncu runs one), so without isolation it is refused.
-    pub fn profile(
+    /// Nsight Compute's counters for the kernel variants `variants` of `plan`, in one ncu
+    /// session that launches each once on the input of `seed` (as its check did). Profiling
+    /// needs the measuring child processes (ncu runs one), so without isolation it is refused.
+    pub fn counters(
         &self,
         plan: &LabPlan,
-        results: &LabResults,
+        seed: u64,
+        variants: &[String],
         progress: &mut dyn Progress,
-    ) -> Result<kernelbook_core::results::ProfileRun, RunError> {
+    ) -> Result<profile::Session, RunError> {
         match &self.place {
-            Place::Children { exe, .. } => Ok(profile::profile_lab(
+            Place::Children { exe, .. } => Ok(profile::profile_variants(
                 exe,
                 (self.backend, self.ordinal),
                 plan,
-                results,
+                seed,
+                variants,
                 progress,
             )),
             Place::InProcess(_) => Err(RunError::Unavailable(
@@ -210,6 +270,26 @@ impl Supervisor {
                     .into(),
             )),
         }
+    }
+
+    /// The GPU of this process, opened now if it is not yet.
+    fn local_gpu<'d>(
+        &self,
+        device: &'d LocalGpu,
+        progress: &mut dyn Progress,
+    ) -> Result<std::sync::MutexGuard<'d, Option<OpenedGpu>>, RunError> {
+        let mut guard = device
+            .lock()
+            .map_err(|_| RunError::Unavailable("the GPU state was poisoned by a panic".into()))?;
+        if guard.is_none() {
+            progress.stage("opening the GPU");
+            let unavailable = |e: backend::BackendError| RunError::Unavailable(e.to_string());
+            let found = backend::find_gpu(self.backend, self.ordinal).map_err(unavailable)?;
+            let opened = backend::open(found.backend, self.ordinal).map_err(unavailable)?;
+            let compiler: Arc<dyn crate::backend::Compiler + Send> = Arc::from(found.compiler);
+            *guard = Some((opened, Ahead::new(compiler)));
+        }
+        Ok(guard)
     }
 
     /// The device rows of `plan`, measured in this process.
@@ -220,29 +300,21 @@ impl Supervisor {
         seed: u64,
         progress: &mut dyn Progress,
     ) -> Result<(BTreeMap<String, VariantResult>, Provenance), RunError> {
-        let mut guard = device
-            .lock()
-            .map_err(|_| RunError::Unavailable("the GPU state was poisoned by a panic".into()))?;
-        if guard.is_none() {
-            progress.stage("opening the GPU");
-            let unavailable = |e: backend::BackendError| RunError::Unavailable(e.to_string());
-            let found = backend::find_gpu(self.backend, self.ordinal).map_err(unavailable)?;
-            let opened = backend::open(found.backend, self.ordinal).map_err(unavailable)?;
-            *guard = Some((opened, found.compiler));
-        }
-        let Some((device, compiler)) = guard.as_mut() else {
+        let mut guard = self.local_gpu(device, progress)?;
+        let Some((device, ahead)) = guard.as_mut() else {
             return Err(RunError::Unavailable("no GPU".into()));
         };
-        let options = RunOptions { seed, only: None };
-        let mut python = self.references.lock().map_err(|_| {
-            RunError::Unavailable("the NumPy references' state was poisoned".into())
-        })?;
+        let options = RunOptions {
+            seed,
+            only: None,
+            purpose: Purpose::Measure,
+        };
         let run = engine::run(
             plan,
             device.as_mut(),
-            compiler.as_ref(),
+            ahead,
             &options,
-            &mut *python,
+            &mut Locked(&*self.references),
             progress,
         )?;
         let rows = run
@@ -276,6 +348,14 @@ impl Supervisor {
             rows.insert(variant.name.clone(), result);
         }
     }
+}
+
+/// The order to measure `plans` in (indices): labs with Python rows last, so that `import
+/// torch` overlaps the others; the rest as given.
+fn measuring_order(plans: &[&LabPlan]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..plans.len()).collect();
+    order.sort_by_key(|&i| plans[i].runs_python());
+    order
 }
 
 #[cfg(all(test, unix))]

@@ -1,168 +1,330 @@
-//! Nsight Compute runs of a measured lab: which variants are profiled together, the measuring
-//! child run under `ncu` with a plan that times each variant once, and the counters kept.
+//! One Nsight Compute session for a lab's kernel variants: the measuring child run under `ncu`,
+//! told to launch each variant once as its check did ([`Purpose::LaunchOnce`]: no reference,
+//! no timing), and the counters of each variant's own kernel picked out of ncu's launches by
+//! the order the child says it made them.
 
+use crate::engine::{Progress, Purpose, RunOptions, VariantLaunches};
+use crate::plan::LabPlan;
 use crate::profile::{
-    KernelCounters, ProfileError, command, find_ncu, metric_names, ncu_version, profile_with_input,
-    regex_escape, summarize,
+    KernelCounters, ProfileError, command, find_ncu, metric_names, ncu_version, regex_escape,
+    run_session, summarize,
 };
+use crate::protocol::{ChildRequest, Event, Request};
+use kernelbook_core::results::ProfiledVariant;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// Profiles each kernel variant of `plan` that `results` shows measured, keeping the counters
-/// of each kernel's first launch — the checked run on freshly poisoned output; the child's one
-/// timed run after it goes unused. Variants whose kernels differ share one ncu run (one child
-/// process, one CUDA start-up); a kernel that several variants launch is profiled once per
-/// variant, each in a run of its own, so that its first launch is that variant's. Problems (no
-/// ncu, no permission) are reported in the run, not as errors: the lab's timings stand on
-/// their own.
-pub(super) fn profile_lab(
+/// What one ncu session gave.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// ncu's name and version, e.g. "Nsight Compute 2025.3.1.0".
+    pub tool: String,
+    /// The counters of each variant profiled, in the lab's order.
+    pub counters: Vec<ProfiledVariant>,
+    /// Why some or all variants have no counters.
+    pub problem: Option<ProfileError>,
+    /// Whether the problem ends profiling for the build (no ncu, no permission).
+    pub fatal: bool,
+    pub seconds: f64,
+}
+
+/// The tool's name and version as the cache key and the page name it: ncu's version line, or
+/// `None` where there is no ncu.
+pub fn tool() -> Option<String> {
+    let ncu = find_ncu()?;
+    Some(ncu_version(&ncu).unwrap_or_else(|| "Nsight Compute (ncu)".into()))
+}
+
+/// Profiles `variants` (kernel variants of `plan`) in one ncu session: see the module
+/// documentation.
+pub(super) fn profile_variants(
     exe: &Path,
     (backend, ordinal): (crate::backend::BackendChoice, usize),
-    plan: &crate::plan::LabPlan,
-    results: &kernelbook_core::results::LabResults,
-    progress: &mut dyn crate::engine::Progress,
-) -> kernelbook_core::results::ProfileRun {
-    use kernelbook_core::results::ProfileRun;
+    plan: &LabPlan,
+    seed: u64,
+    variants: &[String],
+    progress: &mut dyn Progress,
+) -> Session {
+    let started = Instant::now();
+    let failed = |tool: String, problem: ProfileError| {
+        let fatal = matches!(
+            problem,
+            ProfileError::NcuMissing(_) | ProfileError::Permission
+        );
+        Session {
+            tool,
+            counters: Vec::new(),
+            problem: Some(problem),
+            fatal,
+            seconds: started.elapsed().as_secs_f64(),
+        }
+    };
     let Some(ncu) = find_ncu() else {
-        return ProfileRun {
-            tool: "Nsight Compute (ncu)".into(),
-            kernels: Vec::new(),
-            problem: Some(ProfileError::NcuMissing(None).to_string()),
-            provenance: None,
-        };
+        return failed(
+            "Nsight Compute (ncu)".into(),
+            ProfileError::NcuMissing(None),
+        );
     };
     let tool = ncu_version(&ncu).unwrap_or_else(|| "Nsight Compute (ncu)".into());
-    let mut run = ProfileRun {
-        tool,
-        kernels: Vec::new(),
-        problem: None,
-        provenance: None,
-    };
-    // The profiled child runs each variant once, untimed beyond one sample.
-    let mut profiled = plan.clone();
-    profiled.timing = crate::plan::TimingPlan {
-        rule: kernelbook_core::stats::StoppingRule {
-            min_samples: 1,
-            max_samples: 1,
-            min_gpu_ms: 0.0,
-            ..kernelbook_core::stats::StoppingRule::default()
+    let own = own_functions(plan, variants);
+    let functions: BTreeSet<&str> = own.values().map(String::as_str).collect();
+    if functions.is_empty() {
+        return Session {
+            tool,
+            counters: Vec::new(),
+            problem: None,
+            fatal: false,
+            seconds: 0.0,
+        };
+    }
+    progress.stage(&format!(
+        "lab `{}`: counters of {} under Nsight Compute",
+        plan.lab,
+        variants.join(", ")
+    ));
+    let request = Request::Measure(Box::new(ChildRequest {
+        backend,
+        ordinal,
+        plan: plan.clone(),
+        options: RunOptions {
+            seed,
+            only: Some(variants.to_vec()),
+            purpose: Purpose::LaunchOnce,
         },
-        warmup_runs: 0,
+    }));
+    let body = match serde_json::to_vec(&request) {
+        Ok(body) => body,
+        Err(err) => return failed(tool, ProfileError::Io(format!("the request: {err}"))),
     };
-    let metrics = metric_names(true);
-    for batch in profile_batches(plan, results) {
-        let functions: Vec<&str> = batch.iter().map(|(_, f)| f.as_str()).collect();
-        progress.stage(&format!(
-            "lab `{}`: profiling {} under ncu",
-            plan.lab,
-            functions.join(", ")
-        ));
-        let request = crate::protocol::ChildRequest {
-            backend,
-            ordinal,
-            plan: profiled.clone(),
-            options: crate::engine::RunOptions {
-                seed: results.provenance.input_seed,
-                only: Some(batch.iter().map(|(v, _)| v.clone()).collect()),
-            },
-        };
-        let body = match serde_json::to_vec(&request) {
-            Ok(body) => body,
-            Err(err) => {
-                run.problem = Some(format!("cannot build the profiling request: {err}"));
-                break;
-            }
-        };
-        let filter = functions
+    let filter = functions
+        .iter()
+        .map(|f| regex_escape(f))
+        .collect::<Vec<_>>()
+        .join("|");
+    let mut command = command(
+        &ncu,
+        &metric_names(true),
+        &format!("^({filter})$"),
+        None,
+        exe,
+        &[OsString::from(crate::protocol::CHILD_ARG)],
+    );
+    crate::backend::cuda::nvrtc_search::pass_to_child(&mut command);
+    // ncu runs the real ncu as a child of its own, which would outlive a killed kernelbook:
+    // under the keeper, the whole group ends with kernelbook.
+    let command = crate::process::under_keeper(exe, &command);
+    let limit = plan.timeout() + Duration::from_secs(120);
+    let (launches, stdout) = match run_session(command, &body, limit) {
+        Ok(session) => session,
+        Err(problem) => return failed(tool, problem),
+    };
+    let log = launch_log(&stdout);
+    let (counters, problem) = assign(plan, &own, &log, &launches);
+    Session {
+        tool,
+        counters,
+        problem,
+        fatal: false,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+/// Each of `variants` that runs a kernel of its own, with that kernel's function name.
+fn own_functions(plan: &LabPlan, variants: &[String]) -> BTreeMap<String, String> {
+    variants
+        .iter()
+        .filter_map(|name| {
+            let variant = plan.variant(name)?;
+            Some((name.clone(), plan.kernel_of(variant)?.source.name.clone()))
+        })
+        .collect()
+}
+
+/// What the profiled child said it launched (its [`Event::Done`], on stdout under ncu).
+fn launch_log(stdout: &str) -> Vec<VariantLaunches> {
+    stdout
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str::<Event>(line).ok())
+        .find_map(|event| match event {
+            Event::Done { launches, .. } => Some(launches),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+/// Pairs each variant with the counters of its own kernel's first launch in its run. ncu
+/// numbers the launches it profiled (those of the functions in `own`) in the order the program
+/// made them; `log` says which variant made which, in the same order.
+fn assign(
+    plan: &LabPlan,
+    own: &BTreeMap<String, String>,
+    log: &[VariantLaunches],
+    launches: &[KernelCounters],
+) -> (Vec<ProfiledVariant>, Option<ProfileError>) {
+    let profiled: BTreeSet<&str> = own.values().map(String::as_str).collect();
+    let mut launches: Vec<&KernelCounters> = launches.iter().collect();
+    launches.sort_by_key(|l| l.id);
+    let mut next = launches.into_iter();
+    let mut counters = Vec::new();
+    let mut problem = None;
+    for entry in log {
+        let mut taken = false;
+        for function in entry
+            .functions
             .iter()
-            .map(|f| regex_escape(f))
-            .collect::<Vec<_>>()
-            .join("|");
-        let mut command = command(
-            &ncu,
-            &metrics,
-            &format!("^({filter})$"),
-            None,
-            exe,
-            &[OsString::from(crate::protocol::CHILD_ARG)],
-        );
-        crate::backend::cuda::nvrtc_search::pass_to_child(&mut command);
-        // ncu runs the real ncu as a child of its own, which would outlive a killed kernelbook:
-        // under the keeper, the whole group ends with kernelbook.
-        let command = crate::process::under_keeper(exe, &command);
-        let limit = plan.timeout() * batch.len().max(1) as u32 + Duration::from_secs(120);
-        let fatal = keep_counters(&mut run, &batch, profile_with_input(command, &body, limit));
-        if fatal {
-            break;
+            .filter(|f| profiled.contains(f.as_str()))
+        {
+            let Some(launch) = next.next() else {
+                problem = Some(mismatch(
+                    "ncu profiled fewer launches than the program made",
+                ));
+                break;
+            };
+            if launch.kernel != *function {
+                problem = Some(mismatch(&format!(
+                    "launch {} of ncu is `{}`, where the program launched `{function}`",
+                    launch.id, launch.kernel
+                )));
+                return (counters, problem);
+            }
+            if !taken && own.get(&entry.variant) == Some(function) {
+                counters.push(ProfiledVariant {
+                    variant: entry.variant.clone(),
+                    counters: summarize(launch),
+                });
+                taken = true;
+            }
         }
     }
-    // The table follows the lab's order whatever order the runs went in.
-    run.kernels.sort_by_key(|k| {
+    let missing: Vec<&str> = own
+        .keys()
+        .filter(|name| !counters.iter().any(|c| &c.variant == *name))
+        .map(String::as_str)
+        .collect();
+    if problem.is_none() && !missing.is_empty() {
+        problem = Some(mismatch(&format!(
+            "no launch of {} was profiled",
+            missing.join(", ")
+        )));
+    }
+    counters.sort_by_key(|c| {
         plan.variants
             .iter()
-            .position(|v| v.name == k.variant)
+            .position(|v| v.name == c.variant)
             .unwrap_or(usize::MAX)
     });
-    run
+    (counters, problem)
 }
 
-/// The ncu runs a lab needs: (variant, function name) of every measured kernel variant, in the
-/// lab's order, those whose function no other variant launches in one run, the rest one run
-/// each.
-fn profile_batches(
-    plan: &crate::plan::LabPlan,
-    results: &kernelbook_core::results::LabResults,
-) -> Vec<Vec<(String, String)>> {
-    use kernelbook_core::results::Outcome;
-    let targets: Vec<(String, String)> = plan
-        .variants
-        .iter()
-        .filter(|v| {
-            results
-                .variant(&v.name)
-                .is_some_and(|r| matches!(r.outcome, Outcome::Measured { .. }))
-        })
-        .filter_map(|v| Some((v.name.clone(), plan.kernel_of(v)?.source.name.clone())))
-        .collect();
-    let shared = |function: &str| targets.iter().filter(|(_, f)| f == function).count() > 1;
-    let mut batches: Vec<Vec<(String, String)>> = Vec::new();
-    let (own_run, one_run): (Vec<_>, Vec<_>) =
-        targets.iter().cloned().partition(|(_, f)| shared(f));
-    if !one_run.is_empty() {
-        batches.push(one_run);
+fn mismatch(why: &str) -> ProfileError {
+    ProfileError::Io(format!(
+        "the counters could not be matched to the variants: {why}"
+    ))
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use crate::profile::Counter;
+
+    fn launch(id: u64, kernel: &str, dram: f64) -> KernelCounters {
+        let mut metrics = BTreeMap::new();
+        metrics.insert(
+            crate::profile::DRAM_READ_BYTES.to_string(),
+            Counter {
+                value: dram,
+                unit: "byte".into(),
+            },
+        );
+        KernelCounters {
+            id,
+            kernel: kernel.into(),
+            process_id: None,
+            device: None,
+            compute_capability: None,
+            block: None,
+            grid: None,
+            metrics,
+            text: BTreeMap::new(),
+        }
     }
-    batches.extend(own_run.into_iter().map(|target| vec![target]));
-    batches
-}
 
-/// Keeps the counters of each batch variant's launch in `run`, or the problem; returns whether
-/// the problem ends profiling (no ncu, no permission).
-fn keep_counters(
-    run: &mut kernelbook_core::results::ProfileRun,
-    batch: &[(String, String)],
-    launches: Result<Vec<KernelCounters>, ProfileError>,
-) -> bool {
-    use kernelbook_core::results::ProfiledVariant;
-    match launches {
-        Ok(launches) => {
-            for (variant, function) in batch {
-                match launches.iter().find(|l| &l.kernel == function) {
-                    Some(launch) => run.kernels.push(ProfiledVariant {
-                        variant: variant.clone(),
-                        counters: summarize(launch),
-                    }),
-                    None => {
-                        run.problem = Some(format!("ncu profiled no launch of `{function}`"));
-                    }
-                }
-            }
-            false
+    fn entry(variant: &str, functions: &[&str]) -> VariantLaunches {
+        VariantLaunches {
+            variant: variant.into(),
+            functions: functions.iter().map(|f| f.to_string()).collect(),
         }
-        Err(err) => {
-            let fatal = matches!(err, ProfileError::NcuMissing(_) | ProfileError::Permission);
-            run.problem = Some(err.to_string());
-            fatal
-        }
+    }
+
+    fn plan() -> LabPlan {
+        crate::supervisor::tests::plan()
+    }
+
+    /// Two variants launching the same function (a sweep's rows) each get their own launch's
+    /// counters, told apart by the order the child launched them in; another variant's kernel
+    /// run as a setup step is skipped over.
+    #[test]
+    fn launches_of_one_function_are_told_apart_by_their_order() {
+        let own: BTreeMap<String, String> = [("good", "copy"), ("wrong", "copy"), ("broken", "b")]
+            .into_iter()
+            .map(|(v, f)| (v.to_string(), f.to_string()))
+            .collect();
+        let log = [
+            entry("good", &["copy"]),
+            entry("wrong", &["b", "copy"]),
+            entry("broken", &["b"]),
+        ];
+        let launches = [
+            launch(0, "copy", 1.0),
+            launch(1, "b", 2.0),
+            launch(2, "copy", 3.0),
+            launch(3, "b", 4.0),
+        ];
+        let (counters, problem) = assign(&plan(), &own, &log, &launches);
+        assert_eq!(problem, None);
+        let read: Vec<(&str, Option<f64>)> = counters
+            .iter()
+            .map(|c| (c.variant.as_str(), c.counters.dram_read_bytes))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("good", Some(1.0)),
+                ("wrong", Some(3.0)),
+                ("broken", Some(4.0))
+            ]
+        );
+    }
+
+    /// Launches that do not follow the child's log are not guessed at.
+    #[test]
+    fn a_log_that_does_not_match_nc_us_launches_is_a_problem() {
+        let own: BTreeMap<String, String> = [("good", "copy")]
+            .into_iter()
+            .map(|(v, f)| (v.to_string(), f.to_string()))
+            .collect();
+        let log = [entry("good", &["copy"])];
+        let (counters, problem) = assign(&plan(), &own, &log, &[launch(0, "other", 1.0)]);
+        assert!(counters.is_empty());
+        assert!(problem.is_some_and(|p| p.to_string().contains("`other`")));
+        let (_, problem) = assign(&plan(), &own, &log, &[]);
+        assert!(problem.is_some_and(|p| p.to_string().contains("fewer launches")));
+    }
+
+    #[test]
+    fn the_launch_log_is_read_from_the_childs_events_among_ncus_lines() {
+        let done = Event::Done {
+            clocks: None,
+            reusable: true,
+            launches: vec![entry("good", &["copy"])],
+        };
+        let stdout = format!(
+            "==PROF== Connected to process 1\n{}\n\"ID\",\"Kernel Name\"\n",
+            serde_json::to_string(&done).expect("json")
+        );
+        assert_eq!(launch_log(&stdout), [entry("good", &["copy"])]);
     }
 }

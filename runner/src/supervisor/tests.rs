@@ -12,7 +12,7 @@ use kernelbook_core::spec::LabSpec;
 use std::path::{Path, PathBuf};
 
 /// The measuring tests' lab: variants `memcpy`, `good`, `wrong` and `broken`.
-fn plan() -> LabPlan {
+pub(super) fn plan() -> LabPlan {
     let lab = LabSpec::parse(crate::engine::tests::LAB, Path::new("t.toml")).expect("lab");
     let kernels: BTreeMap<String, KernelSource> = ["transpose", "transpose_skip_last", "broken"]
         .into_iter()
@@ -66,6 +66,7 @@ fn done(reusable: bool) -> Event {
     Event::Done {
         clocks: None,
         reusable,
+        launches: Vec::new(),
     }
 }
 
@@ -223,8 +224,11 @@ fn the_child_is_asked_for_the_supervisors_gpu() {
     );
     measure(&supervisor(&exe).on_gpu(1, "GPU-b780f725"));
     let request = std::fs::read_to_string(dir.path().join("request")).expect("a request");
-    let request: crate::protocol::ChildRequest =
+    let request: crate::protocol::Request =
         serde_json::from_str(request.trim()).expect("the child's request");
+    let crate::protocol::Request::Measure(request) = request else {
+        panic!("a measure request, got {request:?}");
+    };
     assert_eq!(request.ordinal, 1);
 }
 

@@ -55,6 +55,7 @@
     if (status.building) return 'Rebuilding the book…';
     if (status.checking) return `Checking ${status.checking} on your GPU${doing}`;
     if (status.measuring.length) return `Measuring ${status.measuring.join(', ')} on your GPU${doing}`;
+    if (status.counting.length) return `Collecting the counters of ${status.counting.join(', ')} on your GPU${doing}`;
     return '';
   }
 
@@ -100,7 +101,11 @@
 
   let lastStatus = null;
   function connect() {
-    const socket = new WebSocket(`ws://${location.host}/__kernelbook/events?token=${context.token}`);
+    // The labs this page shows: the GPU measures them first after a save.
+    const labs = [...document.querySelectorAll('.kernelbook-lab[id^="lab-"]')]
+      .map((section) => section.id.slice('lab-'.length));
+    const shown = encodeURIComponent(labs.join(','));
+    const socket = new WebSocket(`ws://${location.host}/__kernelbook/events?token=${context.token}&labs=${shown}`);
     socket.onmessage = (event) => show(JSON.parse(event.data));
     socket.onclose = () => {
       bar.hidden = false;
