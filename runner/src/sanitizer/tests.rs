@@ -46,6 +46,7 @@ fn probes() -> Vec<KernelSource> {
         "divergent_barrier",
         "early_return_barrier",
         "misaligned_vector",
+        "oob_neighbour",
     ]
     .map(probe)
     .to_vec()
@@ -430,7 +431,8 @@ fn expected_capture(id: &str) -> Option<Option<(Kind, &'static str, &'static str
     let oob = Some((OutOfBounds(Access::Write), "oob_tail", "memcheck"));
     Some(match id {
         "01" | "13" | "16" | "19" | "20" | "21" | "22" => None,
-        "02" | "03" | "09" | "10" | "23" | "24" | "33" => oob,
+        "02" | "03" | "09" | "10" | "23" | "24" | "33" | "37" => oob,
+        "35" => Some((OutOfBounds(Access::Write), "oob_neighbour", "memcheck")),
         "04" | "11" | "12" | "25" | "28" => Some((SharedRace, "shared_race", "the write")),
         "05" | "14" | "26" | "30" => Some((UninitializedShared, "halo_unloaded", "initcheck")),
         "06" | "27" | "29" => Some((DivergentBarrier, "divergent_barrier", "synccheck")),
