@@ -120,7 +120,7 @@ pub fn analyse(
         let bytes = start * size..end * size;
         let block = (&expected[bytes.clone()], &actual[bytes]);
         if first_mismatch(block.0, block.1, elem, comparison).is_none() {
-            tally.right(start, end.div_ceil(stride) - start.div_ceil(stride));
+            tally.right(end.div_ceil(stride) - start.div_ceil(stride));
             continue;
         }
         for index in (start..end).step_by(stride) {
@@ -129,7 +129,7 @@ pub fn analyse(
             if first_mismatch(&expected[element], got, elem, &single).is_some() {
                 tally.wrong(index, got.iter().all(|&b| b == POISON_BYTE));
             } else {
-                tally.right(index, 1);
+                tally.right(1);
             }
         }
     }
@@ -241,8 +241,8 @@ impl Tally {
         }
     }
 
-    /// `count` compared elements from `index` on are right.
-    fn right(&mut self, _index: usize, count: usize) {
+    /// The next `count` compared elements are right.
+    fn right(&mut self, count: usize) {
         if count > 0 {
             self.previous_wrong = false;
             self.right_after_first |= self.first.is_some();
