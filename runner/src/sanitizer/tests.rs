@@ -52,14 +52,22 @@ fn probes() -> Vec<KernelSource> {
     .to_vec()
 }
 
-/// The chapter line of the probe's line marked `// FINDING <tool>…<what>`.
-fn marked(kernel: &str, marker: &str) -> usize {
-    let source = probe(kernel).source;
-    let line = source
+/// The chapter lines of the probe's lines marked `// FINDING …` with `marker` in the words.
+fn marked_all(kernel: &str, marker: &str) -> Vec<usize> {
+    let lines: Vec<usize> = probe(kernel)
+        .source
         .lines()
-        .position(|l| l.contains("// FINDING") && l.contains(marker))
-        .unwrap_or_else(|| panic!("no `{marker}` marker in {kernel}.cu"));
-    BLOCK_LINE + line
+        .enumerate()
+        .filter(|(_, l)| l.contains("// FINDING") && l.contains(marker))
+        .map(|(i, _)| BLOCK_LINE + i)
+        .collect();
+    assert!(!lines.is_empty(), "no `{marker}` marker in {kernel}.cu");
+    lines
+}
+
+/// The chapter line of the probe's first line marked `// FINDING …` with `marker`.
+fn marked(kernel: &str, marker: &str) -> usize {
+    marked_all(kernel, marker)[0]
 }
 
 /// The buffers a harness printed ("probe: buffer out 0x7f… 4096 bytes"), as f32 buffers.
@@ -433,7 +441,8 @@ fn expected_capture(id: &str) -> Option<Option<(Kind, &'static str, &'static str
         "01" | "13" | "16" | "19" | "20" | "21" | "22" => None,
         "02" | "03" | "09" | "10" | "23" | "24" | "33" | "37" => oob,
         "35" => Some((OutOfBounds(Access::Write), "oob_neighbour", "memcheck")),
-        "04" | "11" | "12" | "25" | "28" => Some((SharedRace, "shared_race", "the write")),
+        // Either side of the race may be printed first.
+        "04" | "11" | "12" | "25" | "28" => Some((SharedRace, "shared_race", "racecheck")),
         "05" | "14" | "26" | "30" => Some((UninitializedShared, "halo_unloaded", "initcheck")),
         "06" | "27" | "29" => Some((DivergentBarrier, "divergent_barrier", "synccheck")),
         "07" | "32" => Some((UninitializedGlobal, "uninit_accumulate", "initcheck")),
@@ -484,9 +493,9 @@ fn captured_runs_read_as_the_probes_meant() {
                     .first()
                     .unwrap_or_else(|| panic!("run {id}: nothing found"));
                 assert_eq!(first.kind, kind, "run {id}");
-                assert_eq!(
-                    line(first),
-                    Some(marked(kernel, marker)),
+                let at = line(first).unwrap_or_else(|| panic!("run {id}: not placed: {first}"));
+                assert!(
+                    marked_all(kernel, marker).contains(&at),
                     "run {id}: {first}"
                 );
             }
