@@ -58,6 +58,7 @@ pub mod profile;
 pub mod protocol;
 pub mod references;
 pub mod runner;
+pub mod sanitizer;
 pub mod store;
 pub mod supervisor;
 
