@@ -3,6 +3,7 @@
 mod cmd;
 mod export;
 mod gpus;
+mod math_cache;
 mod output;
 mod progress;
 mod project;

@@ -182,7 +182,11 @@ pub fn render(mut book: MDBook, kernelbook: KernelbookPreprocessor) -> anyhow::R
     book.with_preprocessor(kernelbook);
     // Math is rendered to HTML at build time and diagrams by the vendored mermaid script, so the
     // book needs no network; book.toml configures both.
-    book.with_preprocessor(mdbook_katex::preprocess::KatexProcessor);
+    let math = book.root.join(".kernelbook/math");
+    book.with_preprocessor(crate::math_cache::CachedMath::new(
+        mdbook_katex::preprocess::KatexProcessor,
+        math,
+    ));
     book.with_preprocessor(mdbook_mermaid::Mermaid);
     // Built beside the destination, then swapped in whole (crate::staging): a failed or
     // concurrent build never leaves half a book.
