@@ -224,10 +224,8 @@ fn work(shared: &Shared, external: &SharedReferences) {
         };
         let (next, generation) = next;
         let used = checks_used(&next.plan, None);
-        let inputs = {
-            let mut references = external.lock().unwrap_or_else(PoisonError::into_inner);
-            LabInputs::prepare(&next.plan, next.seed, &used, &mut *references)
-        };
+        // The lock is taken for each call to the references, not while built-in ones compute.
+        let inputs = LabInputs::prepare(&next.plan, next.seed, &used, &mut Locked(&**external));
         let mut state = lock(shared);
         state.working = None;
         if state.generation == generation {

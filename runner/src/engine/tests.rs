@@ -672,3 +672,90 @@ fn the_library_product_is_checked_like_a_kernel() {
         .expect_err("a is 8 × 8, not 8 × 16");
     assert!(err.message.contains("must hold 128 f32 elements"), "{err}");
 }
+
+/// A lab prepared ahead (inputs drawn, references computed on the preparing thread) measures
+/// exactly as one prepared when it comes up, and is taken once: a second run prepares anew.
+#[test]
+fn a_lab_prepared_ahead_measures_as_one_prepared_on_the_spot() {
+    let kernels: BTreeMap<String, KernelSource> = ["transpose", "transpose_skip_last", "broken"]
+        .into_iter()
+        .map(|name| kernel(name, "ok"))
+        .collect();
+    let lab = plan(LAB, &kernels);
+    let ahead = Ahead::new(std::sync::Arc::new(FakeCompiler));
+    let external: SharedReferences = std::sync::Arc::new(std::sync::Mutex::new(NoPython));
+    ahead.compile(std::slice::from_ref(&lab));
+    ahead.prepare(vec![(lab.clone(), 5)], external);
+    let options = RunOptions {
+        seed: 5,
+        ..RunOptions::default()
+    };
+    let run = |ahead: &Ahead| {
+        super::run(
+            &lab,
+            &mut FakeDevice::new(),
+            ahead,
+            &options,
+            &mut NoPython,
+            &mut Quiet,
+        )
+        .expect("measured")
+    };
+    let ahead_run = run(&ahead);
+    assert!(ahead.take(&lab, 5).is_none(), "taken by the run");
+    let on_the_spot = run(&Ahead::new(std::sync::Arc::new(FakeCompiler)));
+    let outcomes = |r: &EngineRun| -> Vec<String> {
+        r.results
+            .variants
+            .iter()
+            .map(|v| format!("{}: {:?}", v.name, std::mem::discriminant(&v.outcome)))
+            .collect()
+    };
+    assert_eq!(outcomes(&ahead_run), outcomes(&on_the_spot));
+    assert_eq!(ahead_run.results.variants.len(), 4);
+}
+
+/// A run that only launches (for a profiler) checks and times nothing, and says which kernels
+/// each variant launched, in order.
+#[test]
+fn a_launch_once_run_reports_each_variants_launches() {
+    let kernels: BTreeMap<String, KernelSource> = ["transpose", "transpose_skip_last", "broken"]
+        .into_iter()
+        .map(|name| kernel(name, "ok"))
+        .collect();
+    let lab = plan(LAB, &kernels);
+    let mut device = FakeDevice::new();
+    let options = RunOptions {
+        seed: 1,
+        only: Some(vec!["good".into(), "wrong".into()]),
+        purpose: Purpose::LaunchOnce,
+    };
+    let run = super::run(
+        &lab,
+        &mut device,
+        &Ahead::new(std::sync::Arc::new(FakeCompiler)),
+        &options,
+        &mut NoPython,
+        &mut Quiet,
+    )
+    .expect("ran");
+    assert!(run.results.variants.is_empty());
+    assert_eq!(device.timed, 0, "nothing timed");
+    let launched: Vec<(&str, Vec<&str>)> = run
+        .launches
+        .iter()
+        .map(|l| {
+            (
+                l.variant.as_str(),
+                l.functions.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        launched,
+        [
+            ("good", vec!["transpose"]),
+            ("wrong", vec!["transpose_skip_last"])
+        ]
+    );
+}
