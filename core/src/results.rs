@@ -83,7 +83,7 @@ pub struct ProfiledVariant {
 /// The figures the book shows for one launch, derived from its [`KernelCounters`]. A figure is
 /// `None` where a metric it needs is missing, or where it would divide by zero (sectors per
 /// request of a kernel that makes no such request).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct KernelProfile {
     pub kernel: String,
     pub launch_id: u64,
@@ -125,6 +125,18 @@ pub struct KernelProfile {
     /// Bytes L1 wrote to L2 (write sectors × 32 B): where an uncoalesced store's waste shows.
     #[serde(default)]
     pub l2_write_bytes_from_l1: Option<f64>,
+    /// Achieved occupancy, per cent of the SMs' warp slots, where the profiler was asked for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub achieved_occupancy_pct: Option<f64>,
+    /// Warp instructions executed (every kind), where the profiler was asked for them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warp_instructions: Option<f64>,
+    /// The grid's size in rounds of resident blocks per SM (Nsight Compute's launch statistic).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waves_per_sm: Option<f64>,
+    /// DRAM throughput over the kernel's duration, per cent of the peak.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dram_throughput_pct: Option<f64>,
 }
 
 /// Where and how the numbers were obtained.

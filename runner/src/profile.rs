@@ -48,6 +48,14 @@ pub const DRAM_READ_BYTES: &str = "dram__bytes_read.sum";
 pub const DRAM_WRITE_BYTES: &str = "dram__bytes_write.sum";
 pub const L2_WRITE_SECTORS_FROM_L1: &str = "lts__t_sectors_srcunit_tex_op_write.sum";
 pub const DURATION: &str = "gpu__time_duration.sum";
+/// Achieved occupancy: the average share of the SMs' warp slots that held a warp while active.
+pub const ACHIEVED_OCCUPANCY: &str = "sm__warps_active.avg.pct_of_peak_sustained_active";
+/// Warp instructions executed, all kinds: with the bytes moved, the instructions a byte costs.
+pub const WARP_INSTRUCTIONS: &str = "smsp__inst_executed.sum";
+/// How many full rounds of resident blocks the grid needs: a fractional last wave is the tail.
+pub const WAVES_PER_SM: &str = "launch__waves_per_multiprocessor";
+/// DRAM throughput as a share of its peak over the kernel's time.
+pub const DRAM_THROUGHPUT_PCT: &str = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 
 /// The bytes in one L1/L2 sector.
 pub const SECTOR_BYTES: f64 = 32.0;
@@ -143,6 +151,30 @@ pub const METRICS: &[Metric] = &[
         name: L2_WRITE_SECTORS_FROM_L1,
         label: "L1 → L2 write sectors",
         unit: "sectors",
+        optional: true,
+    },
+    Metric {
+        name: ACHIEVED_OCCUPANCY,
+        label: "achieved occupancy",
+        unit: "%",
+        optional: true,
+    },
+    Metric {
+        name: WARP_INSTRUCTIONS,
+        label: "warp instructions executed",
+        unit: "warp instructions",
+        optional: true,
+    },
+    Metric {
+        name: WAVES_PER_SM,
+        label: "waves per SM",
+        unit: "waves",
+        optional: true,
+    },
+    Metric {
+        name: DRAM_THROUGHPUT_PCT,
+        label: "DRAM throughput",
+        unit: "% of peak",
         optional: true,
     },
     Metric {
@@ -337,6 +369,10 @@ pub fn summarize(counters: &KernelCounters) -> KernelProfile {
         dram_write_bytes: write,
         dram_bytes: read.zip(write).map(|(r, w)| r + w),
         l2_write_bytes_from_l1: get(L2_WRITE_SECTORS_FROM_L1).map(|s| s * SECTOR_BYTES),
+        achieved_occupancy_pct: get(ACHIEVED_OCCUPANCY),
+        warp_instructions: get(WARP_INSTRUCTIONS),
+        waves_per_sm: get(WAVES_PER_SM),
+        dram_throughput_pct: get(DRAM_THROUGHPUT_PCT),
     }
 }
 

@@ -596,6 +596,7 @@ mod tests {
                     dram_write_bytes: None,
                     dram_bytes: None,
                     l2_write_bytes_from_l1: None,
+                    ..Default::default()
                 },
             }],
             problem: None,

@@ -510,6 +510,7 @@ fn profile(names: Vec<String>) -> impl Strategy<Value = ProfileRun> {
                     dram_write_bytes: c,
                     dram_bytes: d,
                     l2_write_bytes_from_l1: a,
+                    ..Default::default()
                 },
             })
             .collect(),

@@ -72,14 +72,9 @@ impl HostInputs {
 }
 
 impl LabBuffers {
-    /// Allocates every buffer of `plan` and uploads the filled ones from `host`. Inputs go up
-    /// once per lab: variants only read them (a kernel that wrote one would fail its own check,
-    /// and a fault ends the process, whose successor uploads them again).
-    pub fn upload(
-        plan: &LabPlan,
-        device: &mut dyn Device,
-        host: HostInputs,
-    ) -> Result<LabBuffers, EngineError> {
+    /// Refuses `plan` where its buffers (and the copies of in-place ones) need more device
+    /// memory than is free, before any host memory is spent drawing its inputs.
+    pub fn check_fits(plan: &LabPlan, device: &dyn Device) -> Result<(), EngineError> {
         let lab_err = |message: String| EngineError::lab(&plan.lab, message);
         let restored = restored_by_any(plan);
         let needed: u64 = plan
@@ -103,6 +98,20 @@ impl LabBuffers {
                 plan.lab
             )));
         }
+        Ok(())
+    }
+
+    /// Allocates every buffer of `plan` and uploads the filled ones from `host`. Inputs go up
+    /// once per lab: variants only read them (a kernel that wrote one would fail its own check,
+    /// and a fault ends the process, whose successor uploads them again).
+    pub fn upload(
+        plan: &LabPlan,
+        device: &mut dyn Device,
+        host: HostInputs,
+    ) -> Result<LabBuffers, EngineError> {
+        let lab_err = |message: String| EngineError::lab(&plan.lab, message);
+        let restored = restored_by_any(plan);
+        Self::check_fits(plan, device)?;
         let mut ids = Vec::with_capacity(plan.buffers.len());
         for buffer in &plan.buffers {
             let id = device.alloc(buffer.bytes).map_err(|err| {

@@ -108,6 +108,7 @@ mod tests {
                 dram_write_bytes: Some(1.0),
                 dram_bytes: Some(2.0),
                 l2_write_bytes_from_l1: None,
+                ..Default::default()
             },
         }
     }
