@@ -388,3 +388,103 @@ fn renaming_touches_whole_identifiers_only() {
         "void scale(); scale_fast_x; a_scale_fast"
     );
 }
+
+/// A stand-in for compute-sanitizer, in its command-line shape (`--tool T --log-file F … --
+/// PROGRAM ARGS`): it runs the program as the tool would (its stdin and stdout passed through),
+/// then writes a report to the log file: for memcheck, one out-of-bounds write by thread 255
+/// of block 3 at line 8 of the learner's kernel, one float past the end of `dst` (the fake
+/// device gives `src`, 64 MiB, the base address 0x7f0000000000, and `dst` the next); the other
+/// tools find nothing. Each run appends its tool to `runs.txt` beside it.
+const STAND_IN_SANITIZER: &str = r#"#!/bin/sh
+tool= log=
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --tool) tool=$2; shift 2 ;;
+        --log-file) log=$2; shift 2 ;;
+        --) shift; break ;;
+        *) shift ;;
+    esac
+done
+echo "$tool" >> "$(dirname "$0")/runs.txt"
+"$@"
+{
+    echo "========= COMPUTE-SANITIZER"
+    if [ "$tool" = memcheck ]; then
+        echo "========= Invalid __global__ write of size 4 bytes"
+        echo "=========     at copy_chunked+0x90 in copy_chunked.cu:8"
+        echo "=========     by thread (255,0,0) in block (3,0,0)"
+        echo "=========     Access to 0x7f0008000000 is out of bounds"
+        echo "=========     and is 1 bytes after the nearest allocation at 0x7f0004000000 of size 67,108,864 bytes"
+        echo "========="
+        echo "========= ERROR SUMMARY: 1 error"
+    else
+        echo "========= ERROR SUMMARY: 0 errors"
+    fi
+} > "$log"
+"#;
+
+/// `kernelbook check` of a learner's kernel on the fake device (a test build's), with
+/// `KERNELBOOK_SANITIZER` set to `sanitizer`: its exit code and stdout.
+fn check_on_fake_device(book: &Path, source: &str, sanitizer: &Path) -> (Option<i32>, String) {
+    let file = book.join("mine.cu");
+    std::fs::write(&file, source).expect("write the learner's kernel");
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(book)
+        .args(["check", "coalesce", file.to_str().expect("utf-8 path")])
+        .env("KERNELBOOK_DEVICE", "fake")
+        .env("KERNELBOOK_SANITIZER", sanitizer)
+        .output()
+        .expect("run kernelbook");
+    (output.status.code(), text(&output.stdout))
+}
+
+#[test]
+fn a_wrong_kernel_is_explained_by_the_sanitizer_at_the_learners_line() {
+    let book = exercise_book();
+    let tools = tempfile::tempdir().expect("tempdir");
+    let sanitizer = tools.path().join("compute-sanitizer");
+    std::fs::write(&sanitizer, STAND_IN_SANITIZER).expect("write the stand-in");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sanitizer, std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+    }
+    // The fake device leaves the last element of `dst` unwritten for this source: still the
+    // poison, so memcheck is asked first.
+    let wrong = format!(
+        "{}// {}\n",
+        book_kernel(book.path(), "copy_chunked"),
+        kernelbook_runner::backend::fake::FAKE_SKIP_LAST
+    );
+    let (code, stdout) = check_on_fake_device(book.path(), &wrong, &sanitizer);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(stdout.contains("FAIL"), "{stdout}");
+    let mine = book.path().join("mine.cu");
+    let at = format!("memcheck: out-of-bounds write at {}:8", mine.display());
+    assert!(stdout.contains(&at), "{at} in:\n{stdout}");
+    assert!(stdout.contains("if (i < n) dst[i] = src[i];"), "{stdout}");
+    assert!(stdout.contains("`dst`"), "the buffer is named:\n{stdout}");
+    assert!(stdout.contains("(compute-sanitizer: memcheck"), "{stdout}");
+    let runs = std::fs::read_to_string(tools.path().join("runs.txt")).expect("runs");
+    assert_eq!(
+        runs.lines().collect::<Vec<_>>(),
+        ["memcheck"],
+        "it stops at the finding"
+    );
+
+    // Without the tool, the FAIL stands, with one line that says why nothing more is known.
+    let (code, stdout) = check_on_fake_device(book.path(), &wrong, Path::new("/nonexistent"));
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("No sanitizer check: compute-sanitizer was not found"),
+        "{stdout}"
+    );
+
+    // A correct kernel is not run under the tool.
+    std::fs::remove_file(tools.path().join("runs.txt")).expect("rm runs.txt");
+    let (_, stdout) = check_on_fake_device(book.path(), &solved(book.path()), &sanitizer);
+    assert!(!stdout.contains("compute-sanitizer"), "{stdout}");
+    assert!(!tools.path().join("runs.txt").exists());
+}

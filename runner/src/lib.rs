@@ -64,7 +64,8 @@ pub mod supervisor;
 
 pub use counters::CountersPolicy;
 pub use runner::{
-    KernelProblem, LabOutcome, LabRequest, Lookup, Mode, Runner, RunnerConfig, Unmeasured,
+    CheckedExercise, KernelProblem, LabOutcome, LabRequest, Lookup, Mode, Runner, RunnerConfig,
+    Unmeasured,
 };
 
 /// Runs the stand-in ncu if `args` ask for it and this is a test build

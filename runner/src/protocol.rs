@@ -5,8 +5,9 @@
 //! goes, joins its stderr.
 
 use crate::backend::BackendChoice;
-use crate::engine::{RunOptions, VariantLaunches};
+use crate::engine::{RunOptions, VariantDiagnosis, VariantLaunches};
 use crate::plan::LabPlan;
+use crate::sanitizer::DeviceBuffer;
 use kernelbook_core::results::{Clocks, Provenance, VariantResult};
 use serde::{Deserialize, Serialize};
 
@@ -89,6 +90,13 @@ pub enum Event {
         /// ([`crate::engine::Purpose::LaunchOnce`]).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         launches: Vec<VariantLaunches>,
+        /// What each variant's output showed, in a run that diagnoses them
+        /// ([`crate::engine::Purpose::Diagnose`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        diagnoses: Vec<VariantDiagnosis>,
+        /// The lab's buffers and their device addresses, in such a run.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        buffers: Vec<DeviceBuffer>,
     },
     /// A [`Request::Prepare`] was taken: compiling and preparing go on in the background.
     Prepared,

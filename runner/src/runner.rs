@@ -9,9 +9,10 @@ use crate::backend::cuda::Nvrtc;
 use crate::backend::{self, BackendChoice};
 use crate::counters::{self, Counters, CountersJob, CountersPolicy};
 use crate::engine::Progress;
-use crate::exercise::{CheckPlan, Verdict};
+use crate::exercise::{CheckPlan, LEARNER_VARIANT, Verdict};
 use crate::plan::{self, LabPlan, Measurement, Target, Toolchain};
 use crate::store::{self, Cache, CounterCache, Recorded};
+use crate::supervisor::sanitize::Failure;
 use crate::supervisor::{RunError, Supervisor};
 use kernelbook_core::KernelSource;
 use kernelbook_core::results::{LabResults, ProfileRun};
@@ -148,6 +149,16 @@ impl std::fmt::Debug for Runner {
             .field("config", &self.config)
             .finish_non_exhaustive()
     }
+}
+
+/// A learner's kernel graded ([`Runner::check_exercise`]).
+#[derive(Debug, Clone)]
+pub struct CheckedExercise {
+    /// The starter's, the learner's and the solution's rows.
+    pub results: LabResults,
+    pub verdict: Verdict,
+    /// What compute-sanitizer found, where the learner's kernel failed in a way it can explain.
+    pub sanitizer: Option<crate::sanitizer::Verdict>,
 }
 
 impl Runner {
@@ -689,13 +700,15 @@ impl Runner {
     }
 
     /// Grades a learner's kernel (`kernelbook check`): measures the starter, the learner's
-    /// kernel and the solution now, and gives the verdict. Never reads or writes the cache or
-    /// the recorded results: a learner's edit is not the book's kernel.
+    /// kernel and the solution now, and gives the verdict; where the learner's kernel gave a
+    /// wrong result, faulted or hung, runs it again under compute-sanitizer to say why. Never
+    /// reads or writes the cache or the recorded results: a learner's edit is not the book's
+    /// kernel.
     pub fn check_exercise(
         &self,
         check: &CheckPlan,
         progress: &mut dyn Progress,
-    ) -> Result<(LabResults, Verdict), RunError> {
+    ) -> Result<CheckedExercise, RunError> {
         let found = self.found()?;
         let request = LabRequest {
             lab: &check.book_lab,
@@ -709,7 +722,24 @@ impl Runner {
         let verdict = check
             .verdict(&results)
             .map_err(|err| RunError::lab(&check.lab.name, err.to_string()))?;
-        Ok((results, verdict))
+        let failure = results
+            .variant(LEARNER_VARIANT)
+            .and_then(|learner| Failure::of(&learner.outcome))
+            .filter(|_| verdict.is_graded());
+        let sanitizer = failure.map(|failure| {
+            self.supervisor(&found).sanitize(
+                &plan,
+                results.provenance.input_seed,
+                LEARNER_VARIANT,
+                failure,
+                progress,
+            )
+        });
+        Ok(CheckedExercise {
+            results,
+            verdict,
+            sanitizer,
+        })
     }
 
     /// The lab's recorded results, shown because of `why` (or why there are none).

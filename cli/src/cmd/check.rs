@@ -17,7 +17,7 @@ use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult}
 use kernelbook_core::spec::LabSpec;
 use kernelbook_core::terminal;
 use kernelbook_runner::exercise::{CheckPlan, LEARNER_VARIANT};
-use kernelbook_runner::{Mode, RunError};
+use kernelbook_runner::{CheckedExercise, Mode, RunError};
 use mdbook_kernelbook::render::{format_ms, format_params};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -83,7 +83,11 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut spinner = Spinner::new();
     let checked = runner.check_exercise(&plan, &mut spinner);
     spinner.finish();
-    let (results, verdict) = checked.map_err(|err| match err {
+    let CheckedExercise {
+        results,
+        verdict,
+        sanitizer,
+    } = checked.map_err(|err| match err {
         RunError::Unavailable(why) => anyhow!("cannot check `{name}` on this machine: {why}"),
         other => anyhow!(other),
     })?;
@@ -95,8 +99,13 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         ExitCode::from(NOT_GRADED)
     };
     let out = &mut output::stdout();
+    let why = sanitizer.map(|found| found.lines().join("\n"));
     let printed = write!(out, "{}", terminal::safe(&report(&lab, &results, &file)))
-        .and_then(|()| say!(out, "{verdict}"));
+        .and_then(|()| say!(out, "{verdict}"))
+        .and_then(|()| match &why {
+            Some(why) => say!(out, "{}", terminal::safe(why)),
+            None => Ok(()),
+        });
     // The grade stands when its report could not be read: the exit status is the grade.
     Ok(output::verdict(printed, code)?)
 }

@@ -13,10 +13,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use kernelbook_core::KernelSource;
-use kernelbook_core::results::LabResults;
 use kernelbook_core::spec::LabSpec;
-use kernelbook_runner::RunError;
 use kernelbook_runner::exercise::{CheckPlan, Verdict};
+use kernelbook_runner::sanitizer::Verdict as SanitizerVerdict;
+use kernelbook_runner::{CheckedExercise, RunError};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -242,12 +242,13 @@ pub async fn check(
     }
     match answer.await {
         Err(_) => stopped(),
-        Ok(Ok((results, verdict))) => {
+        Ok(Ok(checked)) => {
             notice(&format!(
-                "kernelbook: checked `{name}` ({}): {verdict}",
-                file.display()
+                "kernelbook: checked `{name}` ({}): {}",
+                file.display(),
+                checked.verdict
             ));
-            Json(CheckReport::new(&exercise.lab, &results, &verdict, &file)).into_response()
+            Json(CheckReport::new(&exercise.lab, &checked, &file)).into_response()
         }
         Ok(Err(RunError::Unavailable(why))) => error(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -273,6 +274,10 @@ pub struct CheckReport {
     pub measured_on: String,
     /// The compiler's errors, at lines of the learner's kernel.
     pub errors: Vec<ErrorLine>,
+    /// What compute-sanitizer said, where the kernel failed and it ran: its lines as
+    /// `kernelbook check` prints them, and each finding at its line of the learner's kernel.
+    pub sanitizer: Vec<String>,
+    pub findings: Vec<ErrorLine>,
 }
 
 /// A compiler message at a line of the learner's kernel (counted from 1).
@@ -283,12 +288,8 @@ pub struct ErrorLine {
 }
 
 impl CheckReport {
-    pub fn new(
-        lab: &LabSpec,
-        results: &LabResults,
-        verdict: &Verdict,
-        file: &std::path::Path,
-    ) -> Self {
+    pub fn new(lab: &LabSpec, checked: &CheckedExercise, file: &std::path::Path) -> Self {
+        let (results, verdict) = (&checked.results, &checked.verdict);
         let errors = match verdict {
             Verdict::DoesNotCompile { message } => error_lines(message, file),
             _ => Vec::new(),
@@ -307,8 +308,35 @@ impl CheckReport {
             rows: report_rows(lab, results, file),
             measured_on: measured_on(results),
             errors,
+            sanitizer: checked
+                .sanitizer
+                .as_ref()
+                .map(|found| found.lines())
+                .unwrap_or_default(),
+            findings: checked
+                .sanitizer
+                .as_ref()
+                .map(|found| finding_lines(found, file))
+                .unwrap_or_default(),
         }
     }
+}
+
+/// The sanitizer's findings that sit at a line of the learner's kernel `file`.
+fn finding_lines(found: &SanitizerVerdict, file: &std::path::Path) -> Vec<ErrorLine> {
+    let SanitizerVerdict::Found { diagnoses, .. } = found else {
+        return Vec::new();
+    };
+    diagnoses
+        .iter()
+        .filter_map(|diagnosis| {
+            let placed = diagnosis.at.as_ref()?;
+            (placed.at.file == file).then(|| ErrorLine {
+                line: placed.at.line,
+                message: format!("{}: {}", diagnosis.kind.title(), diagnosis.sentence),
+            })
+        })
+        .collect()
 }
 
 /// The lines of a compiler `log` that point into `file` (`FILE:LINE: message` or

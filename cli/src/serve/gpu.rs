@@ -10,8 +10,8 @@
 
 use super::status::{Board, BoardProgress, OpenLabs};
 use kernelbook_core::results::LabResults;
-use kernelbook_runner::exercise::{CheckPlan, Verdict};
-use kernelbook_runner::{RunError, Runner, Unmeasured};
+use kernelbook_runner::exercise::CheckPlan;
+use kernelbook_runner::{CheckedExercise, RunError, Runner, Unmeasured};
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::mpsc;
@@ -20,7 +20,7 @@ use std::sync::mpsc;
 pub type Measured = Box<dyn FnOnce(Result<LabResults, RunError>) + Send>;
 
 /// What becomes of a check: the measurement and the verdict.
-pub type Checked = Box<dyn FnOnce(Result<(LabResults, Verdict), RunError>) + Send>;
+pub type Checked = Box<dyn FnOnce(Result<CheckedExercise, RunError>) + Send>;
 
 /// Told the labs whose counters were collected, for a build to show them.
 pub type CountersCollected = Box<dyn Fn(&[String]) + Send>;

@@ -162,6 +162,8 @@ pub trait Vendor {
         kernel: &CompiledKernel,
     ) -> Result<(Kernel<Self::Function>, LoadedKernel), DeviceError>;
     /// Encodes a tensor map over `buffer` (see [`Device::tensor_map`]); none by default.
+    /// The device address of `buffer`'s first byte, as a sanitizer's report names addresses.
+    fn address(&self, buffer: &Self::Buffer) -> u64;
     fn encode_tensor_map(
         &self,
         buffer: &Self::Buffer,
@@ -601,6 +603,11 @@ impl<V: Vendor> Device for GpuDevice<V> {
             self.vendor.copy_to_host("download", out, src)?;
         }
         self.vendor.synchronize("download")
+    }
+
+    fn address(&self, buffer: BufferId) -> Option<u64> {
+        let buffer = self.buffers.get(buffer.0)?;
+        Some(self.vendor.address(buffer))
     }
 
     fn read_back(&mut self, buffer: BufferId, bytes: usize) -> Result<&[u8], DeviceError> {

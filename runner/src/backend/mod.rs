@@ -200,6 +200,11 @@ pub trait Device {
     /// The first `bytes` of the buffer, after all queued work, in memory the device keeps for
     /// it (page-locked where it can): how a check reads an output, without a copy of its own.
     fn read_back(&mut self, buffer: BufferId, bytes: usize) -> Result<&[u8], DeviceError>;
+    /// The device address of `buffer`, where the backend has one to give (a sanitizer's report
+    /// names addresses; this tells which buffer one falls in).
+    fn address(&self, _buffer: BufferId) -> Option<u64> {
+        None
+    }
     fn fill(&mut self, buffer: BufferId, byte: u8) -> Result<(), DeviceError>;
     fn load(&mut self, kernel: &CompiledKernel) -> Result<(KernelId, LoadedKernel), DeviceError>;
     /// Encodes a tensor map over one of the device's buffers, for kernels that move tiles

@@ -13,12 +13,15 @@
 
 mod ahead;
 mod buffers;
+mod diagnose;
 mod expected;
 mod progress;
 mod results;
 mod sample;
 
 pub use ahead::{Ahead, LOOK_AHEAD, LabInputs, Locked, SharedReferences, checks_used};
+pub use buffers::LabBuffers;
+pub use diagnose::{DiagnosedRun, VariantDiagnosis};
 pub use expected::{Expected, ExternalReferences};
 pub use progress::{Progress, Quiet, StageLog, TRACE_ENV, Traced, notice};
 pub(crate) use results::now_rfc3339;
@@ -27,7 +30,7 @@ pub use results::{failed_result, lab_results, provenance, result_template};
 use crate::backend::{Device, DeviceError};
 use crate::ops::{self, Env, VariantOp};
 use crate::plan::{LabPlan, OpPlan, VariantPlan};
-use buffers::{HostInputs, LabBuffers};
+use buffers::HostInputs;
 use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
 use sample::{Expectation, Sampling};
 use std::time::Instant;
@@ -72,6 +75,10 @@ pub enum Purpose {
     /// nothing else: no reference, no comparison, no timing. What a profiler watches; the
     /// run's [`EngineRun::launches`] say which kernels each variant launched, in order.
     LaunchOnce,
+    /// Launch every variant once as its check does and compare its output element by element:
+    /// what a failing variant's sanitizer run needs ([`EngineRun::diagnoses`] say what each
+    /// output shows, [`EngineRun::buffers`] where the buffers are). No timing.
+    Diagnose,
 }
 
 /// The kernels one variant launched in a [`Purpose::LaunchOnce`] run, in order.
@@ -91,6 +98,10 @@ pub struct EngineRun {
     pub faulted: Option<String>,
     /// In a [`Purpose::LaunchOnce`] run, what each variant launched.
     pub launches: Vec<VariantLaunches>,
+    /// In a [`Purpose::Diagnose`] run, each variant's run and what its output shows.
+    pub diagnoses: Vec<VariantDiagnosis>,
+    /// In a [`Purpose::Diagnose`] run, the lab's buffers and their device addresses.
+    pub buffers: Vec<crate::sanitizer::DeviceBuffer>,
 }
 
 /// Runs the selected device variants of `plan` on `device`, with the kernels and inputs that
@@ -129,6 +140,7 @@ pub fn run(
             .filter(|v| v.unsupported.is_none()),
     );
     let mut kernels = ops::kernel::Kernels::start(plan, &builds, ahead.compiles());
+    LabBuffers::check_fits(plan, device)?;
     let LabInputs {
         host,
         mut expectations,
@@ -136,6 +148,10 @@ pub fn run(
     progress.mark("inputs drawn, references ready or submitted");
     let buffers = LabBuffers::upload(plan, device, host)?;
     progress.mark("inputs uploaded");
+    let addresses = match options.purpose {
+        Purpose::Diagnose => diagnose::device_buffers(plan, &buffers.ids, device),
+        Purpose::Measure | Purpose::LaunchOnce => Vec::new(),
+    };
     let mut provenance = provenance(device, ahead.compiles().compiler(), plan, options.seed);
     progress.begin(&provenance);
     let mut lab = LabRun {
@@ -162,6 +178,11 @@ pub fn run(
                 rows.launches.extend(launches);
                 error
             }
+            Purpose::Diagnose => {
+                let (diagnosis, error) = lab.diagnose(&row, device, external, progress);
+                rows.diagnoses.push(diagnosis);
+                error
+            }
         };
         if error.is_some_and(|e| e.is_sticky()) {
             rows.faulted = Some(variant.name.clone());
@@ -173,6 +194,8 @@ pub fn run(
         results: lab_results(plan, provenance, started, rows.results),
         faulted: rows.faulted,
         launches: rows.launches,
+        diagnoses: rows.diagnoses,
+        buffers: addresses,
     })
 }
 
@@ -181,6 +204,7 @@ pub fn run(
 struct Rows {
     results: Vec<VariantResult>,
     launches: Vec<VariantLaunches>,
+    diagnoses: Vec<VariantDiagnosis>,
     faulted: Option<String>,
 }
 
@@ -197,7 +221,7 @@ fn lab_inputs(
             host: HostInputs::draw(plan, options.seed),
             expectations: expected::Expectations::none(plan),
         }),
-        Purpose::Measure => match ahead.take(plan, options.seed) {
+        Purpose::Measure | Purpose::Diagnose => match ahead.take(plan, options.seed) {
             Some(prepared) => prepared,
             None => {
                 let used = ahead::checks_used(plan, options.only.as_deref());

@@ -47,7 +47,7 @@ impl OutputShape {
 }
 
 /// What the wrong elements of an output have in common.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OutputPattern {
     /// Elements compared (every `sample_stride`-th one of a sampled check).
     pub compared: usize,

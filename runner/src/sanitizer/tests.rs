@@ -761,7 +761,7 @@ fn session(
         tools,
         |tool| {
             ran.push(tool);
-            (outcome(tool), Duration::from_millis(1500))
+            (outcome(tool).map(Ran::from), Duration::from_millis(1500))
         },
         &context,
         output,

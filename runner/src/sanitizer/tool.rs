@@ -185,6 +185,18 @@ pub fn run(
     input: Option<&[u8]>,
     timeout: Duration,
 ) -> Result<Report, SanitizerError> {
+    run_capturing(command, tool, log_file, input, timeout).map(|(report, _)| report)
+}
+
+/// [`run`], and the checked program's standard output with it (where kernelbook's measuring
+/// child, without a channel of its own, writes its events).
+pub fn run_capturing(
+    command: Command,
+    tool: Tool,
+    log_file: &Path,
+    input: Option<&[u8]>,
+    timeout: Duration,
+) -> Result<(Report, String), SanitizerError> {
     let program = PathBuf::from(command.get_program());
     let how = Spawn {
         own_group: true,
@@ -230,6 +242,7 @@ pub fn run(
         &stdout,
         &child.stderr().text(),
     )
+    .map(|report| (report, stdout))
 }
 
 /// What a finished run gave: its report, or why there is none.

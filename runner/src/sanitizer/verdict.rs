@@ -5,6 +5,7 @@
 
 use super::explain::{Context, Diagnosis, diagnose};
 use super::finding::{Report, Tool};
+use super::locate::DeviceBuffer;
 use super::output::OutputPattern;
 use super::tool::SanitizerError;
 use serde::{Deserialize, Serialize};
@@ -50,13 +51,32 @@ pub enum Verdict {
     Unavailable { why: String },
 }
 
+/// What one tool's run gave: its report, and where the checked program's buffers were in that
+/// run, where it said (the tool's own allocations, `--padding` among them, move them from run
+/// to run).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ran {
+    pub report: Report,
+    pub buffers: Option<Vec<DeviceBuffer>>,
+}
+
+impl From<Report> for Ran {
+    fn from(report: Report) -> Ran {
+        Ran {
+            report,
+            buffers: None,
+        }
+    }
+}
+
 /// Runs `tools` in turn with `run_tool` (one run of one tool: its report or why there is
-/// none, and how long it took), until one finds something. A tool that cannot run at all
+/// none, and how long it took), until one finds something; a run's findings are read against
+/// `context`, with the buffers where that run said they were. A tool that cannot run at all
 /// ([`SanitizerError::Missing`], [`SanitizerError::Refused`]) ends the session as
 /// [`Verdict::Unavailable`]; one that hangs or fails is recorded, and the next one tried.
 pub fn sanitize(
     tools: &[Tool],
-    mut run_tool: impl FnMut(Tool) -> (Result<Report, SanitizerError>, Duration),
+    mut run_tool: impl FnMut(Tool) -> (Result<Ran, SanitizerError>, Duration),
     context: &Context<'_>,
     output: Option<&OutputPattern>,
 ) -> Verdict {
@@ -64,8 +84,8 @@ pub fn sanitize(
     for &tool in tools {
         let (outcome, took) = run_tool(tool);
         let seconds = took.as_secs_f64();
-        let report = match outcome {
-            Ok(report) => report,
+        let Ran { report, buffers } = match outcome {
+            Ok(ran) => ran,
             Err(err @ (SanitizerError::Missing(_) | SanitizerError::Refused(_))) => {
                 return Verdict::Unavailable {
                     why: err.to_string(),
@@ -82,7 +102,11 @@ pub fn sanitize(
                 continue;
             }
         };
-        let diagnoses = diagnose(tool, &report, context);
+        let context = Context {
+            buffers: buffers.as_deref().unwrap_or(context.buffers),
+            ..*context
+        };
+        let diagnoses = diagnose(tool, &report, &context);
         let result = match report.findings.len() {
             0 => RunResult::Clean,
             records => RunResult::Found { records },

@@ -3,7 +3,7 @@
 //! the parent; ends at the end of its input, after a lab fails, or once its device is unusable.
 
 use crate::backend::{self, BackendChoice, Compiler, Device};
-use crate::engine::{self, Ahead, Locked, Progress, SharedReferences};
+use crate::engine::{self, Ahead, LabBuffers, Locked, Progress, SharedReferences};
 use crate::process;
 use crate::protocol::{ChildRequest, Event, PrepareRequest, Request};
 use crate::references::python::PythonReferences;
@@ -164,6 +164,8 @@ pub fn child_main() -> ExitCode {
                     clocks: done.clocks,
                     reusable,
                     launches: done.launches,
+                    diagnoses: done.diagnoses,
+                    buffers: done.buffers,
                 });
                 if !reusable {
                     return ExitCode::SUCCESS;
@@ -184,9 +186,12 @@ fn prepare_labs(state: &mut ChildState, request: PrepareRequest) -> Result<(), S
     let gpu = state.gpu(request.backend, request.ordinal)?;
     let plans: Vec<_> = request.labs.iter().map(|lab| lab.plan.clone()).collect();
     gpu.ahead.compile(&plans);
+    // A lab too large for the device is not drawn ahead: its measurement says why it cannot
+    // run, and drawing its inputs could exhaust the host's memory first.
     let labs = request
         .labs
         .into_iter()
+        .filter(|lab| LabBuffers::check_fits(&lab.plan, gpu.device.as_ref()).is_ok())
         .map(|lab| (lab.plan, lab.seed))
         .collect();
     gpu.ahead.prepare(labs, python);
@@ -199,6 +204,8 @@ struct Measured {
     /// The device is still usable.
     reusable: bool,
     launches: Vec<crate::engine::VariantLaunches>,
+    diagnoses: Vec<crate::engine::VariantDiagnosis>,
+    buffers: Vec<crate::sanitizer::DeviceBuffer>,
 }
 
 /// Measures one request.
@@ -225,6 +232,8 @@ fn measure_request(
             clocks: run.results.provenance.clocks,
             reusable: released && run.faulted.is_none(),
             launches: run.launches,
+            diagnoses: run.diagnoses,
+            buffers: run.buffers,
         }),
         // The parent names the lab itself.
         Err(err) => Err(err.message),

@@ -13,6 +13,7 @@
 mod child;
 pub mod measuring;
 pub mod profile;
+pub mod sanitize;
 
 pub use child::child_main;
 
@@ -269,6 +270,38 @@ impl Supervisor {
                 "profiling runs a measuring process under Nsight Compute, and this runner measures in its own process"
                     .into(),
             )),
+        }
+    }
+
+    /// Runs `variant` of `plan`, which failed as `failure` says, under compute-sanitizer on the
+    /// input of `seed` ([`sanitize`]): what it found, or why it could not run. It runs the
+    /// measuring child under the tool, so without isolation it says it cannot.
+    pub fn sanitize(
+        &self,
+        plan: &LabPlan,
+        seed: u64,
+        variant: &str,
+        failure: sanitize::Failure,
+        progress: &mut dyn Progress,
+    ) -> crate::sanitizer::Verdict {
+        match &self.place {
+            Place::Children { exe, .. } => {
+                progress.stage(&format!(
+                    "lab `{}`: `{variant}` under compute-sanitizer",
+                    plan.lab
+                ));
+                sanitize::sanitize_variant(
+                    exe,
+                    (self.backend, self.ordinal),
+                    plan,
+                    seed,
+                    variant,
+                    failure,
+                )
+            }
+            Place::InProcess(_) => crate::sanitizer::Verdict::Unavailable {
+                why: "the sanitizer runs a measuring process under compute-sanitizer, and this runner measures in its own process".into(),
+            },
         }
     }
 

@@ -320,6 +320,8 @@ mod tests {
             clocks: None,
             reusable: true,
             launches: vec![entry("good", &["copy"])],
+            diagnoses: Vec::new(),
+            buffers: Vec::new(),
         };
         let stdout = format!(
             "==PROF== Connected to process 1\n{}\n\"ID\",\"Kernel Name\"\n",

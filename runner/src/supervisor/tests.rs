@@ -67,6 +67,8 @@ fn done(reusable: bool) -> Event {
         clocks: None,
         reusable,
         launches: Vec::new(),
+        diagnoses: Vec::new(),
+        buffers: Vec::new(),
     }
 }
 

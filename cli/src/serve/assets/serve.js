@@ -263,6 +263,20 @@
     });
   }
 
+  // A list of messages at lines of the learner's kernel, each line a link into the editor.
+  function lineList(className, lines, editor) {
+    const list = element('ul', className);
+    for (const error of lines) {
+      const item = element('li');
+      const link = element('a', '', `line ${error.line}`);
+      link.href = '#';
+      link.addEventListener('click', (event) => { event.preventDefault(); editor.go(error.line); });
+      item.append(link, `: ${error.message}`);
+      list.append(item);
+    }
+    return list;
+  }
+
   function showVerdict(result, answer, editor) {
     if (!answer.ok) {
       result.replaceChildren(element('p', 'kernelbook-verdict kernelbook-verdict-error',
@@ -274,19 +288,19 @@
     const verdict = element('p', `kernelbook-verdict kernelbook-verdict-${report.verdict}`, first);
     const parts = [verdict];
     if (report.errors.length) {
-      const list = element('ul', 'kernelbook-compile-errors');
-      for (const error of report.errors) {
-        const item = element('li');
-        const link = element('a', '', `line ${error.line}`);
-        link.href = '#';
-        link.addEventListener('click', (event) => { event.preventDefault(); editor.go(error.line); });
-        item.append(link, `: ${error.message}`);
-        list.append(item);
-      }
-      parts.push(list);
+      parts.push(lineList('kernelbook-compile-errors', report.errors, editor));
       editor.mark(report.errors);
     } else if (rest.length) {
       parts.push(element('pre', 'kernelbook-verdict-detail', rest.join('\n')));
+    }
+    // Why the kernel is wrong, where compute-sanitizer could tell: its findings at the lines
+    // of the editor, then its words.
+    if (report.findings?.length) {
+      parts.push(lineList('kernelbook-sanitizer-findings', report.findings, editor));
+      editor.mark(report.findings);
+    }
+    if (report.sanitizer?.length) {
+      parts.push(element('pre', 'kernelbook-sanitizer', report.sanitizer.join('\n')));
     }
     parts.push(resultsTable(report), element('p', 'kernelbook-measured-on', report.measured_on));
     result.replaceChildren(...parts);

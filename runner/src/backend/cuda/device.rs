@@ -357,6 +357,11 @@ impl Vendor for Cuda {
             .during("occupancy")
     }
 
+    fn address(&self, buffer: &CudaSlice<u8>) -> u64 {
+        let (address, _ordered) = cudarc::driver::DevicePtr::device_ptr(buffer, &self.stream);
+        address
+    }
+
     fn encode_tensor_map(
         &self,
         buffer: &CudaSlice<u8>,

@@ -163,6 +163,9 @@ impl Vendor for Recorder {
         ));
         Ok(())
     }
+    fn address(&self, buffer: &Bytes) -> u64 {
+        buffer.0.as_ptr() as usize as u64
+    }
     fn encode_tensor_map(
         &self,
         buffer: &Bytes,

@@ -269,6 +269,10 @@ impl Vendor for Hip {
     type Function = Function;
     type Pinned = Pinned;
 
+    fn address(&self, buffer: &Buffer) -> u64 {
+        buffer.ptr as usize as u64
+    }
+
     fn memory(&self) -> Result<(u64, u64), DeviceError> {
         self.select("memory info")?;
         let mut free = 0usize;
