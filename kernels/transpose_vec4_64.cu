@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:368 (sha256 060f540f1f654e13). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:357 (sha256 1116fa8572d20d39). Edit the book, not this file.
 #define TILE 64
 #define BLOCK_ROWS 16
 
