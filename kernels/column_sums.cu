@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:31 (sha256 1475ace30a26cd8b). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:32 (sha256 837bbdf991027ba6). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

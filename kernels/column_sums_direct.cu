@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:164 (sha256 4962eaccd8acf8a5). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:165 (sha256 7c9d2d741928fde0). Edit the book, not this file.
 #define TILE 32
 
 // No tile: lane c adds column c of a 32-row strip straight from global memory, in row order

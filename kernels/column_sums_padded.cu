@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:187 (sha256 67d0a0f6f252d078). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:188 (sha256 89dffd0b99dad64d). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:283 (sha256 902070b59ff054fa). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:284 (sha256 d9a728f50dd8b4a9). Edit the book, not this file.
 import numpy as np
 
 def column_sums_ref(matrix, n):

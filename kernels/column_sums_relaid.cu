@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:212 (sha256 79fbf6bf6d4a7407). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-bank-conflict.md:213 (sha256 755e3a746eb3df48). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

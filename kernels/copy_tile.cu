@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:67 (sha256 b166648dfca05a77). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:58 (sha256 bb85acaa26a9d1f8). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:154 (sha256 680d5dc36191f502). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:158 (sha256 20814013be217f2b). Edit the book, not this file.
 // C = A · B with a 128 × 128 tile of C per block of 256 threads and 8 × 8 outputs per thread:
 // each k-slice of 8 is staged in shared memory, and every value a thread loads from it is used
 // 8 times from registers. n must be a multiple of 128.

@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:294 (sha256 c3d9fa44835f7ee8). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:323 (sha256 2f41cb4774cc296c). Edit the book, not this file.
 import numpy as np
 
 def shared_column_reads_ref(words, blocks, reps):

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:251 (sha256 f872a05150fd997b). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:280 (sha256 36b07215976f4af8). Edit the book, not this file.
 // Column reads through a [32][32] tile: lane x reads word 32x + c, bank c for every lane,
 // so each read instruction of a warp is a 32-way conflict (32 passes through shared memory).
 extern "C" __global__ void smem_columns_conflicted(unsigned *__restrict__ out,

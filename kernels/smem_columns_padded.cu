@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:270 (sha256 13d49f6ce47f0362). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:299 (sha256 5d72671a85e91bd1). Edit the book, not this file.
 // The same reads through a [32][33] tile: lane x reads word 33x + c, bank (x + c) mod 32,
 // 32 different banks, one pass per read instruction.
 extern "C" __global__ void smem_columns_padded(unsigned *__restrict__ out,

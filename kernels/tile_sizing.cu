@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-hierarchy-sizing.md:155 (sha256 b5e9d0699fe3921f). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-hierarchy-sizing.md:154 (sha256 c5a0d783d8683fde). Edit the book, not this file.
 #ifndef TILE
 #define TILE 128                 // a multiple of 32
 #endif

@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/exercises/drill-hierarchy-sizing.md:198 (sha256 42783a5b3591e234). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/exercises/drill-hierarchy-sizing.md:197 (sha256 049d25f127180bd3). Edit the book, not this file.
 import numpy as np
 
 def tile_symmetrize_ref(n, tile, **buffers):

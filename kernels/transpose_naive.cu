@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:88 (sha256 85f72aa0f7872b82). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:79 (sha256 55f998c01a618dcd). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

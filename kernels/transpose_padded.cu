@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:148 (sha256 aec1245f5e5596ff). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:139 (sha256 03d2078569d81328). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

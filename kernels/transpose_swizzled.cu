@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:187 (sha256 b9dbd293ba91bdaa). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:178 (sha256 bca212db826bc2c0). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:117 (sha256 91cf2c7bc1a04ef7). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:108 (sha256 76b89e06d17d2546). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 8
 

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:423 (sha256 1d3f1767ab0d72d0). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:417 (sha256 7529e35ba1b45039). Edit the book, not this file.
 // A 64 × 64 tile (BOXES_X × BOXES_Y boxes of 32 × 32 floats) in through the tensor copy engine,
 // transposed in place in shared memory by one thread per 4 × 4 block, out through the engine.
 #ifndef BOXES_X

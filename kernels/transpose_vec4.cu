@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:242 (sha256 26cc0f1eeb364f8f). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:231 (sha256 46ba62bc74dd4df3). Edit the book, not this file.
 #define TILE 32
 #define BLOCK_ROWS 16
 

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:368 (sha256 93220e3a47e14347). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab2-transpose.md:357 (sha256 3fd21a826e2126c0). Edit the book, not this file.
 #define TILE 64
 // Rows of the tile each pass of a block covers: 16 rows of 16 threads is four float4 per thread;
 // a lab variant may set 32 (two) or 64 (one float4 per thread, 1024 threads).

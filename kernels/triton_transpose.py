@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/exercises/stretch-triton.md:28 (sha256 248aa9691c391f17). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/exercises/stretch-triton.md:29 (sha256 afa99e38772cfcbc). Edit the book, not this file.
 import torch
 import triton
 import triton.language as tl

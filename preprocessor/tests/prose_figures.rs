@@ -472,16 +472,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "PCIe 5.0 / NVLink 4 nominal rates (datasheets)",
     ),
     (
-        "labs/host-device.md",
-        "8.9 GB/s",
-        "the earlier host_device recording in labs/recorded/experiments/",
-    ),
-    (
-        "labs/host-device.md",
-        "14.5 GB/s",
-        "the earlier host_device recording in labs/recorded/experiments/",
-    ),
-    (
         "labs/lab2-transpose.md",
         "4800 GB/s",
         "the A02 lesson's MI300X figures (n = 4096)",
@@ -525,11 +515,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "labs/lab3-profiling.md",
         "8×",
         "arithmetic (32 against 4 sectors per request) and Nsight Compute's 2048 against 256 MiB of L1 → L2 writes (the profile in profile_transpose.json, which no directive renders)",
-    ),
-    (
-        "labs/lab3-profiling.md",
-        "142.7 µs",
-        "the duration Nsight Compute reported (the profile in profile_transpose.json, which no directive renders)",
     ),
     (
         "methodology.md",
