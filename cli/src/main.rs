@@ -11,6 +11,7 @@ mod serve;
 mod slurm;
 mod staging;
 mod table;
+mod unchanged;
 
 use clap::{Parser, Subcommand};
 use kernelbook_runner::backend::{BackendChoice, DEVICE_ENV};

@@ -53,11 +53,6 @@ impl Staging {
         self.dir.path()
     }
 
-    /// Where the book ends up.
-    pub fn dest(&self) -> &Path {
-        &self.dest
-    }
-
     /// Puts the built book at the destination; the old book, if there was one, is deleted.
     pub fn commit(self) -> io::Result<()> {
         // Another build may put its book there between two of these calls: then try again.

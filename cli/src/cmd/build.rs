@@ -7,13 +7,16 @@ use crate::gpus::{DeviceArgs, SideBySide};
 use crate::output::{self, say};
 use crate::project::{Context, Project};
 use crate::staging::Staging;
+use crate::unchanged::Digest;
 use anyhow::Context as _;
 use kernelbook_core::results::LabResults;
 use kernelbook_runner::engine::{Progress, StageLog, Traced};
 use kernelbook_runner::{CountersPolicy, Mode, Runner};
 use mdbook_driver::MDBook;
+use mdbook_html::HtmlHandlebars;
 use mdbook_kernelbook::KernelbookPreprocessor;
 use mdbook_kernelbook::preprocessor::ResultSource;
+use mdbook_renderer::{RenderContext, Renderer as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -191,16 +194,63 @@ pub fn render(mut book: MDBook, kernelbook: KernelbookPreprocessor) -> anyhow::R
     // Built beside the destination, then swapped in whole (crate::staging): a failed or
     // concurrent build never leaves half a book.
     let dest = book.root.join(&book.config.build.build_dir);
+    let html_in_dest = html_dir(&book);
+    let out = dest.join(&html_in_dest);
+    if !only_html(&book) {
+        let staging = Staging::beside(&dest)
+            .with_context(|| format!("preparing to write the book to {}", dest.display()))?;
+        book.config.build.build_dir = staging.path().to_path_buf();
+        book.build().context("building the book")?;
+        staging
+            .commit()
+            .with_context(|| format!("putting the book in {}", dest.display()))?;
+        return Ok(out);
+    }
+    // The HTML renderer alone: run here, so that a book unchanged since the last build (the
+    // same preprocessed chapters, configuration, theme and binary) is not rendered again.
+    let renderer = HtmlHandlebars::new();
+    let (preprocessed, context) = book
+        .preprocess_book(&renderer)
+        .context("building the book")?;
+    let digest = Digest::of(
+        &preprocessed,
+        &book.config,
+        &book.root,
+        &book.source_dir(),
+        &book.theme_dir(),
+    );
+    if digest.as_ref().is_ok_and(|d| d.rendered_in(&out)) {
+        return Ok(out);
+    }
     let staging = Staging::beside(&dest)
         .with_context(|| format!("preparing to write the book to {}", dest.display()))?;
-    let html_in_dest = html_dir(&book);
-    book.config.build.build_dir = staging.path().to_path_buf();
-    book.build().context("building the book")?;
-    let out = staging.dest().join(html_in_dest);
+    let staged = staging.path().join(&html_in_dest);
+    let mut render = RenderContext::new(
+        book.root.clone(),
+        preprocessed,
+        book.config.clone(),
+        staged.clone(),
+    );
+    render
+        .chapter_titles
+        .extend(context.chapter_titles.borrow_mut().drain());
+    renderer
+        .render(&render)
+        .context("building the book: rendering failed")?;
+    if let Ok(digest) = &digest {
+        digest.keep_in(&staged)?;
+    }
     staging
         .commit()
         .with_context(|| format!("putting the book in {}", dest.display()))?;
     Ok(out)
+}
+
+/// Whether the book's only renderer is mdBook's HTML one (none configured means that too).
+fn only_html(book: &MDBook) -> bool {
+    book.config
+        .outputs::<serde::de::IgnoredAny>()
+        .is_ok_and(|outputs| outputs.keys().all(|name| name == "html"))
 }
 
 /// Where in the build folder the HTML renderer writes: the folder itself, or `html/` when the
