@@ -8,6 +8,10 @@
 //! min_speedup = 2.0        # the learner's kernel must run at least this many times faster
 //! min_blocks_per_sm = 2    # optional: at least this many resident blocks per SM
 //! hint = "Which addresses do neighbouring lanes touch?"  # optional: shown when it is too slow
+//! baseline = "solution"    # optional: the starter has a bug to find (it may give a wrong
+//!                          # result); the learner's kernel is timed against the solution
+//! sanitize = true          # optional: a correct kernel is also run under compute-sanitizer,
+//!                          # and a finding fails it (a race can give the right result by luck)
 //! ```
 
 use serde::Deserialize;
@@ -32,6 +36,36 @@ pub struct ExerciseSpec {
     /// blocks per SM); a generic hint when absent.
     #[serde(default)]
     pub hint: Option<String>,
+    /// What the learner's speed is measured against: the starter (an exercise in speed), or
+    /// the reference solution (an exercise in correctness, whose starter has a bug to find).
+    #[serde(default)]
+    pub baseline: Baseline,
+    /// Whether a kernel that passed is also run under compute-sanitizer, a finding failing it:
+    /// for bugs that give the right result on some runs (a shared-memory race).
+    #[serde(default)]
+    pub sanitize: bool,
+}
+
+/// The variant a learner's kernel is timed against.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Baseline {
+    /// The starter: it must run correctly; `min_speedup` is a speed-up over it.
+    #[default]
+    Starter,
+    /// The reference solution: the starter may be wrong on purpose; `min_speedup` is the share
+    /// of the solution's speed a correct kernel must reach (0.9: at most about 11 % slower).
+    Solution,
+}
+
+impl Baseline {
+    /// "the starter", "the reference solution": the words verdicts use.
+    pub fn words(self) -> &'static str {
+        match self {
+            Baseline::Starter => "the starter",
+            Baseline::Solution => "the reference solution",
+        }
+    }
 }
 
 fn default_min_speedup() -> f64 {

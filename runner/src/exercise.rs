@@ -3,7 +3,7 @@
 //! function of the starter's, the learner's and the solution's measured results.
 
 use crate::plan::{LabPlan, LearnerError};
-use kernelbook_core::exercise::ExerciseSpec;
+use kernelbook_core::exercise::{Baseline, ExerciseSpec};
 use kernelbook_core::results::{FailureStage, LabResults, Mismatch, Outcome, VariantResult};
 use kernelbook_core::spec::LabSpec;
 use kernelbook_core::{KernelSource, SourceLocation};
@@ -205,8 +205,10 @@ impl CheckPlan {
 /// What `kernelbook check` concludes about the learner's kernel.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Verdict {
-    /// Correct, at least `needed` times the starter's speed, and resident enough.
+    /// Correct, at least `needed` times the baseline's speed, and resident enough.
     Pass {
+        /// What the speed is measured against.
+        against: Baseline,
         speedup: f64,
         needed: f64,
         /// The reference solution's speed relative to the starter, when it was measured.
@@ -225,6 +227,7 @@ pub enum Verdict {
     },
     /// Correct, but not fast enough.
     NotFaster {
+        against: Baseline,
         speedup: f64,
         needed: f64,
         solution_speedup: Option<f64>,
@@ -240,9 +243,16 @@ pub enum Verdict {
         shared_bytes: u32,
         hint: String,
     },
+    /// Correct on this run, and fast enough, but compute-sanitizer (`tool`) found an error in
+    /// it (an exercise that asks for the check): another run may be wrong.
+    Hazard { tool: String },
     /// The starter itself did not run correctly: nothing to compare with. A problem with the
     /// exercise or this machine, not with the learner's kernel.
-    StarterBroken { problem: String },
+    StarterBroken {
+        /// The variant that did not run: the starter, or the solution where it is the baseline.
+        baseline: Baseline,
+        problem: String,
+    },
 }
 
 /// Said when a correct kernel is too slow and the exercise gives no hint of its own.
@@ -302,26 +312,34 @@ pub fn verdict(
             };
         }
     };
-    let (starter_ms, starter_noisy) = match &starter.outcome {
+    let against = spec.baseline;
+    let base = match against {
+        Baseline::Starter => starter,
+        Baseline::Solution => solution,
+    };
+    let (base_ms, base_noisy) = match &base.outcome {
         Outcome::Measured { summary, noisy, .. } => (summary.median_ms, *noisy),
         other => {
             return Verdict::StarterBroken {
+                baseline: against,
                 problem: describe_problem(other),
             };
         }
     };
-    let speedup = starter_ms / your_ms;
-    let solution_speedup = match &solution.outcome {
-        Outcome::Measured { summary, .. } => Some(starter_ms / summary.median_ms),
+    let speedup = base_ms / your_ms;
+    // How far the solution goes beyond the starter; nothing to say where it is the baseline.
+    let solution_speedup = match (&solution.outcome, against) {
+        (Outcome::Measured { summary, .. }, Baseline::Starter) => Some(base_ms / summary.median_ms),
         _ => None,
     };
     let hint = |generic: &str| spec.hint.clone().unwrap_or_else(|| generic.to_string());
     if speedup < spec.min_speedup {
         return Verdict::NotFaster {
+            against,
             speedup,
             needed: spec.min_speedup,
             solution_speedup,
-            noisy: your_noisy || starter_noisy,
+            noisy: your_noisy || base_noisy,
             hint: hint(GENERIC_SPEED_HINT),
         };
     }
@@ -342,6 +360,7 @@ pub fn verdict(
         blocks_per_sm = Some((resources.blocks_per_sm, needed));
     }
     Verdict::Pass {
+        against,
         speedup,
         needed: spec.min_speedup,
         solution_speedup,
@@ -381,11 +400,17 @@ impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Verdict::Pass {
+                against,
                 speedup,
                 needed,
                 solution_speedup,
                 blocks_per_sm,
-            } => write_pass(f, *speedup, *needed, *solution_speedup, *blocks_per_sm),
+            } => write_pass(
+                f,
+                (*against, *speedup, *needed),
+                *solution_speedup,
+                *blocks_per_sm,
+            ),
             Verdict::DoesNotCompile { message } => write!(
                 f,
                 "FAIL: your kernel does not compile. The compiler says:\n{}",
@@ -400,6 +425,7 @@ impl fmt::Display for Verdict {
                 failure_advice(*stage)
             ),
             Verdict::NotFaster {
+                against,
                 speedup,
                 needed,
                 solution_speedup,
@@ -408,7 +434,8 @@ impl fmt::Display for Verdict {
             } => {
                 write!(
                     f,
-                    "FAIL: correct, but {speedup:.2}× the starter's speed; this exercise needs {}.",
+                    "FAIL: correct, but {speedup:.2}× {}'s speed; this exercise needs {}.",
+                    against.words(),
                     Times(*needed)
                 )?;
                 write_solution_speedup(f, *solution_speedup)?;
@@ -429,10 +456,20 @@ impl fmt::Display for Verdict {
                  at once; this exercise needs {needed}. Your kernel uses {registers} registers per \
                  thread and {shared_bytes} B of shared memory per block. Hint: {hint}"
             ),
-            Verdict::StarterBroken { problem } => write!(
+            Verdict::Hazard { tool } => write!(
                 f,
-                "CANNOT GRADE: the exercise's starter kernel did not run correctly here, so there is \
-                 nothing to compare yours with: {}",
+                "FAIL: your kernel's result was right this time, and fast enough, but \
+                 compute-sanitizer's {tool} found an error in it (below): another run, or \
+                 another GPU, may give a wrong result."
+            ),
+            Verdict::StarterBroken { baseline, problem } => write!(
+                f,
+                "CANNOT GRADE: {} kernel did not run correctly here, so there is nothing to \
+                 compare yours with: {}",
+                match baseline {
+                    Baseline::Starter => "the exercise's starter",
+                    Baseline::Solution => "the exercise's reference solution",
+                },
                 problem.trim_end()
             ),
         }
@@ -442,14 +479,14 @@ impl fmt::Display for Verdict {
 /// [`Verdict::Pass`]: the speedup reached, and the residency where the exercise asks for one.
 fn write_pass(
     f: &mut fmt::Formatter<'_>,
-    speedup: f64,
-    needed: f64,
+    (against, speedup, needed): (Baseline, f64, f64),
     solution_speedup: Option<f64>,
     blocks_per_sm: Option<(u32, u32)>,
 ) -> fmt::Result {
     write!(
         f,
-        "PASS: correct, and {speedup:.2}× the starter's speed (at least {} needed)",
+        "PASS: correct, and {speedup:.2}× {}'s speed (at least {} needed)",
+        against.words(),
         Times(needed)
     )?;
     if let Some((have, needed)) = blocks_per_sm {
@@ -535,6 +572,8 @@ mod tests {
             min_speedup: 2.0,
             min_blocks_per_sm: None,
             hint: None,
+            baseline: Baseline::Starter,
+            sanitize: false,
         }
     }
 
@@ -605,6 +644,7 @@ mod tests {
         assert_eq!(
             verdict,
             Verdict::Pass {
+                against: Baseline::Starter,
                 speedup: 4.0,
                 needed: 2.0,
                 solution_speedup: Some(8.0),
@@ -866,6 +906,63 @@ mod tests {
         );
     }
 
+    /// A drill whose starter is wrong on purpose: the learner's fix is timed against the
+    /// reference solution, and the starter's wrong result stops nothing.
+    #[test]
+    fn a_fix_is_timed_against_the_solution_when_the_starter_is_wrong_on_purpose() {
+        let spec = ExerciseSpec {
+            min_speedup: 0.9,
+            baseline: Baseline::Solution,
+            ..spec()
+        };
+        let starter = VariantResult {
+            outcome: Outcome::WrongResult {
+                mismatch: mismatch("NaN", 3),
+            },
+            ..measured("starter", 1.0)
+        };
+        let pass = verdict(
+            &spec,
+            &starter,
+            &measured("yours", 1.05),
+            &measured("solution", 1.0),
+        );
+        assert!(pass.is_pass(), "{pass}");
+        assert!(
+            pass.to_string().starts_with(
+                "PASS: correct, and 0.95× the reference solution's speed (at least 0.9× needed)."
+            ),
+            "{pass}"
+        );
+        let slow = verdict(
+            &spec,
+            &starter,
+            &measured("yours", 2.0),
+            &measured("solution", 1.0),
+        );
+        assert!(
+            slow.to_string().starts_with(
+                "FAIL: correct, but 0.50× the reference solution's speed; this exercise needs 0.9×."
+            ),
+            "{slow}"
+        );
+        let wrong = verdict(&spec, &starter, &starter, &measured("solution", 1.0));
+        assert!(matches!(wrong, Verdict::WrongResult { .. }), "{wrong}");
+        let broken = verdict(
+            &spec,
+            &starter,
+            &measured("yours", 1.0),
+            &failed("solution", FailureStage::Launch, "an illegal memory access"),
+        );
+        assert!(!broken.is_graded());
+        assert!(
+            broken
+                .to_string()
+                .contains("the exercise's reference solution kernel did not run correctly"),
+            "{broken}"
+        );
+    }
+
     #[test]
     fn a_broken_starter_cannot_grade_anything() {
         let verdict = verdict(
@@ -877,6 +974,7 @@ mod tests {
         assert_eq!(
             verdict,
             Verdict::StarterBroken {
+                baseline: Baseline::Starter,
                 problem: "it failed at the launch: an illegal memory access".into()
             }
         );

@@ -725,7 +725,8 @@ impl Runner {
         let failure = results
             .variant(LEARNER_VARIANT)
             .and_then(|learner| Failure::of(&learner.outcome))
-            .filter(|_| verdict.is_graded());
+            .filter(|_| verdict.is_graded())
+            .or((check.spec.sanitize && verdict.is_pass()).then_some(Failure::Passed));
         let sanitizer = failure.map(|failure| {
             self.supervisor(&found).sanitize(
                 &plan,
@@ -735,6 +736,18 @@ impl Runner {
                 progress,
             )
         });
+        // A kernel that passed, in which the sanitizer found an error, is right by luck.
+        let verdict = match &sanitizer {
+            Some(crate::sanitizer::Verdict::Found { diagnoses, .. }) if verdict.is_pass() => {
+                Verdict::Hazard {
+                    tool: diagnoses
+                        .first()
+                        .map(|d| d.tool.to_string())
+                        .unwrap_or_default(),
+                }
+            }
+            _ => verdict,
+        };
         Ok(CheckedExercise {
             results,
             verdict,

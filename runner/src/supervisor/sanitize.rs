@@ -29,6 +29,8 @@ pub enum Failure {
     Fault,
     /// It ran past its time limit.
     Hang,
+    /// It passed its check, and is checked for what a run can get right by luck (a race).
+    Passed,
 }
 
 impl Failure {
@@ -98,7 +100,9 @@ pub(super) fn sanitize_variant(
     // A hang is not run again without a tool: it would only hang again.
     let plain = match failure {
         Failure::Hang => ChildReport::default(),
-        Failure::Wrong | Failure::Fault => run_plain(exe, &body, limit).unwrap_or_default(),
+        Failure::Wrong | Failure::Fault | Failure::Passed => {
+            run_plain(exe, &body, limit).unwrap_or_default()
+        }
     };
     let diagnosis = plain.diagnoses.iter().find(|d| d.variant == variant);
     let pattern = diagnosis.and_then(|d| match &d.run {
@@ -111,7 +115,7 @@ pub(super) fn sanitize_variant(
         (Failure::Hang, _) => Symptom::Hang,
         (_, Some(pattern)) => Symptom::Wrong(pattern),
         (Failure::Fault, None) => Symptom::Fault,
-        (Failure::Wrong, None) => Symptom::Wrong(&no_pattern),
+        (Failure::Wrong | Failure::Passed, None) => Symptom::Wrong(&no_pattern),
     };
     let first_launch = own_launch(plan, variant);
     let shared_memory =
