@@ -8,6 +8,7 @@ use crate::stats::{StopReason, Summary};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub mod figures;
 mod validate;
 pub use validate::{
     InvalidResults, LabMismatch, MAX_BYTES, MAX_COUNTER, MAX_GBS, MAX_TIME_MS, MAX_WORK_PER_SECOND,

@@ -4,7 +4,9 @@
 
 use crate::plan::{LabPlan, LearnerError};
 use kernelbook_core::exercise::ExerciseSpec;
-use kernelbook_core::results::{FailureStage, LabResults, Mismatch, Outcome, VariantResult};
+use kernelbook_core::results::{
+    FailureStage, LabResults, Mismatch, Outcome, VariantResult, figures,
+};
 use kernelbook_core::spec::LabSpec;
 use kernelbook_core::{KernelSource, SourceLocation};
 use serde::{Deserialize, Serialize};
@@ -310,9 +312,10 @@ pub fn verdict(
             };
         }
     };
-    let speedup = starter_ms / your_ms;
+    // A measured time is positive; were it not, the learner's kernel would be infinitely fast.
+    let speedup = figures::speedup(starter_ms, your_ms).unwrap_or(f64::INFINITY);
     let solution_speedup = match &solution.outcome {
-        Outcome::Measured { summary, .. } => Some(starter_ms / summary.median_ms),
+        Outcome::Measured { summary, .. } => figures::speedup(starter_ms, summary.median_ms),
         _ => None,
     };
     let hint = |generic: &str| spec.hint.clone().unwrap_or_else(|| generic.to_string());

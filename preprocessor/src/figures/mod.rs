@@ -22,6 +22,7 @@
 
 use kernelbook_core::SourceLocation;
 use kernelbook_core::bandwidth::percent_of;
+use kernelbook_core::results::figures;
 use kernelbook_core::results::{KernelProfile, LabResults, Outcome, VariantResult};
 use std::ops::Range;
 
@@ -426,25 +427,19 @@ pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Str
         Query::Claim { rows, field, .. } => claim(results, rows, *field),
         Query::Ridge {
             compute, memory, ..
-        } => ridge(results, compute, memory).map(crate::render::format_sig),
+        } => ridge(results, compute, memory).map(crate::format::format_sig),
     }
 }
 
 /// Work per byte: `compute`'s work rate over `memory`'s bandwidth.
 fn ridge(results: &LabResults, compute: &str, memory: &Bandwidth) -> Result<f64, String> {
-    let rate = quantity(results, compute, Field::Rate)? * 1e9;
+    let rate = crate::format::from_giga(quantity(results, compute, Field::Rate)?);
     let gbs = match memory {
         Bandwidth::Row(row) => quantity(results, row, Field::Gbs)?,
         Bandwidth::Peak => results.provenance.device.theoretical_gbs(),
     };
-    let ridge = rate / (gbs * 1e9);
-    if ridge.is_finite() && gbs > 0.0 {
-        Ok(ridge)
-    } else {
-        Err(format!(
-            "`{compute}` over a bandwidth of {gbs} GB/s is not a number"
-        ))
-    }
+    figures::ridge(rate, figures::gbs_to_bytes_per_second(gbs))
+        .ok_or_else(|| format!("`{compute}` over a bandwidth of {gbs} GB/s is not a number"))
 }
 
 /// Nothing where the rows are in the claimed order; otherwise a note with the figures, so the
@@ -496,7 +491,9 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
             .as_ref()
             .and_then(|c| c.median())
             .ok_or_else(|| missing("counter"))?,
-        Field::Rate => row.work_per_second().ok_or_else(|| missing("work"))? / 1e9,
+        Field::Rate => {
+            crate::format::to_giga(row.work_per_second().ok_or_else(|| missing("work"))?)
+        }
         Field::Spread => summary.rel_spread * 100.0,
         Field::DramRead => {
             let bytes = profiled(results, variant)?.dram_read_bytes;
@@ -541,10 +538,10 @@ fn why(row: &VariantResult) -> &'static str {
 fn format_field(field: Field, value: f64) -> String {
     match field {
         Field::Gbs => format!("{value:.0}"),
-        Field::Time => crate::render::format_ms(value / 1000.0),
-        Field::Us => crate::render::format_sig(value),
+        Field::Time => crate::format::format_ms(value / 1000.0),
+        Field::Us => crate::format::format_sig(value),
         Field::PctCeiling | Field::PctPeak | Field::Spread => format!("{value:.1} %"),
-        Field::Counter | Field::Rate | Field::DramRead => crate::render::format_sig(value),
+        Field::Counter | Field::Rate | Field::DramRead => crate::format::format_sig(value),
         Field::Sectors => significant(value),
     }
 }
@@ -552,7 +549,7 @@ fn format_field(field: Field, value: f64) -> String {
 /// Three significant figures without trailing zeros: "32", "1.5", "33.5" (a count of sectors, a
 /// device's L2 in MiB).
 fn significant(value: f64) -> String {
-    let text = crate::render::format_sig(value);
+    let text = crate::format::format_sig(value);
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
@@ -715,7 +712,7 @@ mod tests {
             })
         );
         let tbs = shown("{{#value bank_conflicts.padded.rate * 4 / 1000}}", &results);
-        assert_eq!(tbs, Ok(crate::render::format_sig(rate * 4.0 / 1000.0)));
+        assert_eq!(tbs, Ok(crate::format::format_sig(rate * 4.0 / 1000.0)));
         assert_eq!(tbs.as_deref(), Ok("19.7"));
     }
 
@@ -753,7 +750,8 @@ mod tests {
     #[test]
     fn a_ridge_divides_a_measured_rate_by_a_measured_or_theoretical_bandwidth() {
         let results = recorded("memory_wall");
-        let rate = quantity(&results, "fma", Field::Rate).expect("a rate") * 1e9;
+        let rate =
+            crate::format::from_giga(quantity(&results, "fma", Field::Rate).expect("a rate"));
         let gbs = quantity(&results, "memcpy", Field::Gbs).expect("a bandwidth");
         let peak = results.provenance.device.theoretical_gbs();
         let measured = Query::parse("{{#ridge memory_wall.fma memory_wall.memcpy}}").expect("ok");
@@ -761,13 +759,17 @@ mod tests {
         assert_eq!(measured.variants(), ["fma", "memcpy"]);
         assert_eq!(
             figure(&measured, Some(&results)),
-            Ok(crate::render::format_sig(rate / (gbs * 1e9)))
+            Ok(crate::format::format_sig(
+                rate / crate::format::from_giga(gbs)
+            ))
         );
         let theoretical = Query::parse("{{#ridge memory_wall.fma peak}}").expect("ok");
         assert_eq!(theoretical.kind(), "ridge_peak");
         assert_eq!(
             figure(&theoretical, Some(&results)),
-            Ok(crate::render::format_sig(rate / (peak * 1e9)))
+            Ok(crate::format::format_sig(
+                rate / crate::format::from_giga(peak)
+            ))
         );
         // A row without work has no rate to divide.
         let err = shown("{{#ridge memory_wall.memcpy peak}}", &results).expect_err("no work");
