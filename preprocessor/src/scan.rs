@@ -355,8 +355,8 @@ fn scan_code(chapter: &Chapter<'_>) -> Result<Code, ScanError> {
 
 /// The kernel a finished code block defines, if its info string names one.
 fn kernel_block(chapter: &Chapter<'_>, block: OpenBlock) -> Result<Option<KernelBlock>, ScanError> {
-    let Some((name, language)) =
-        parse_info(&block.info).map_err(|message| chapter.error(block.range.start, message))?
+    let Some((name, language)) = parse_info(&block.info)
+        .map_err(|error| chapter.error(block.range.start, error.to_string()))?
     else {
         return Ok(None);
     };
@@ -466,7 +466,7 @@ fn scan_figures(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<FigureDirectiv
         };
         let range = start..start + close + 2;
         let query = figures::Query::parse(&content[range.clone()])
-            .map_err(|message| chapter.error(start, message))?;
+            .map_err(|error| chapter.error(start, error.to_string()))?;
         found.push(FigureDirective {
             query,
             range,
@@ -603,11 +603,28 @@ fn parse_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Directi
     }))
 }
 
+/// Why a kernel-language block's info string is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InfoError {
+    #[error("unknown attribute `{word}` in the info string `{info}` (these blocks take {takes})")]
+    UnknownAttribute {
+        word: String,
+        info: String,
+        takes: &'static str,
+    },
+    #[error(
+        "{attribute} name `{value}` must be an identifier (a kernel's is its `extern \"C\"` entry point, a reference's its Python function)"
+    )]
+    NotAnIdentifier { attribute: String, value: String },
+    #[error("the info string names a block twice (one `kernel=` or `reference=` per block)")]
+    NamedTwice,
+}
+
 /// Reads a fenced block's info string: `Ok(Some((name, language)))` for a kernel block
 /// (` ```cuda kernel=NAME ` or ` ```python kernel=NAME `) or a NumPy reference
 /// (` ```python reference=NAME `), `Ok(None)` for any other block, `Err` for a kernel-language
 /// block whose attributes are malformed. A Python block with neither is ordinary code to read.
-pub fn parse_info(info: &str) -> Result<Option<(String, Language)>, String> {
+pub fn parse_info(info: &str) -> Result<Option<(String, Language)>, InfoError> {
     let mut words = info.split_whitespace();
     let Some(language) = words.next() else {
         return Ok(None);
@@ -625,26 +642,25 @@ pub fn parse_info(info: &str) -> Result<Option<(String, Language)>, String> {
             "kernel" => Language::Python,
             "reference" if !cuda => Language::PythonReference,
             _ => {
-                let takes = if cuda {
-                    "`kernel=NAME`"
-                } else {
-                    "`kernel=NAME` or `reference=NAME`"
-                };
-                return Err(format!(
-                    "unknown attribute `{word}` in the info string `{info}` (these blocks take {takes})"
-                ));
+                return Err(InfoError::UnknownAttribute {
+                    word: word.to_string(),
+                    info: info.to_string(),
+                    takes: if cuda {
+                        "`kernel=NAME`"
+                    } else {
+                        "`kernel=NAME` or `reference=NAME`"
+                    },
+                });
             }
         };
         if !is_c_identifier(value) {
-            return Err(format!(
-                "{attribute} name `{value}` must be an identifier (a kernel's is its `extern \"C\"` entry point, a reference's its Python function)"
-            ));
+            return Err(InfoError::NotAnIdentifier {
+                attribute: attribute.to_string(),
+                value: value.to_string(),
+            });
         }
         if named.replace((value.to_string(), language)).is_some() {
-            return Err(
-                "the info string names a block twice (one `kernel=` or `reference=` per block)"
-                    .into(),
-            );
+            return Err(InfoError::NamedTwice);
         }
     }
     Ok(named)
@@ -881,6 +897,7 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
         assert!(
             parse_info("cuda kernal=a")
                 .expect_err("typo")
+                .to_string()
                 .contains("kernal")
         );
     }

@@ -18,11 +18,13 @@
 pub mod compare;
 pub mod counters;
 pub mod directive;
+pub mod error;
 pub mod model;
 pub mod scene;
 pub mod spec;
 pub mod view;
 
+pub use error::DirectiveError;
 pub use spec::{DiagramKind, DiagramSpec, MemoryOp, PanelSpec, ProfiledRow, Sweep};
 
 use crate::labs::Labs;
