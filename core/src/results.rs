@@ -426,7 +426,7 @@ impl VariantResult {
     pub fn work_per_second(&self) -> Option<f64> {
         let work = self.work.as_ref()?;
         let ms = self.median_ms().filter(|ms| *ms > 0.0)?;
-        Some(work.count as f64 / (ms / 1000.0))
+        Some(figures::per_second(work.count as f64, ms))
     }
 }
 

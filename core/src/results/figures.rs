@@ -204,6 +204,11 @@ pub fn role(lab: &LabSpec, results: &LabResults, name: &str) -> Role {
     Role::of_builtin(lab.variant(name).and_then(|v| v.builtin))
 }
 
+/// `count` units (bytes, FLOP) done in `ms` milliseconds, per second: the one rate of the book.
+pub fn per_second(count: f64, ms: f64) -> f64 {
+    count / (ms / 1000.0)
+}
+
 /// Work per byte where a work rate meets a bandwidth, both per second; `None` where either is
 /// not a positive, finite figure. The one ridge point of the book.
 pub fn ridge(work_per_second: f64, bytes_per_second: f64) -> Option<f64> {

@@ -117,7 +117,7 @@ impl Metric {
             }
             Metric::Rate { divisor, .. } => {
                 let count = v.work.as_ref()?.count as f64;
-                let rate = |ms: f64| count / (ms / 1000.0) / divisor;
+                let rate = |ms: f64| figures::per_second(count, ms) / divisor;
                 Spread::finite(rate(time.median), rate(time.max), rate(time.min))
             }
             Metric::Gbs => {

@@ -33,7 +33,7 @@ impl Roof {
         let memory = results.variant(&ridge.memory)?;
         let bytes = memory.bytes_moved as f64;
         let time = time_spread(memory)?;
-        let per_second = |ms: f64| bytes / (ms / 1000.0);
+        let per_second = |ms: f64| figures::per_second(bytes, ms);
         let bandwidth = Spread {
             median: per_second(time.median),
             min: per_second(time.max),
