@@ -6,7 +6,8 @@ use crate::format::{format_gbs, format_percent, to_tera};
 pub use crate::format::{format_ms, format_params, format_sig, rate_scale};
 pub use crate::templates::Templates;
 use kernelbook_core::results::figures::{
-    self, Checked, Headline, Role, RowFigures, counter_unit, moves_bytes, sm_clock_ghz,
+    self, Checked, Headline, LabFigures, Ridge, Role, Row, RowFigures, TimeRatio, counter_unit,
+    moves_bytes, sm_clock_ghz,
 };
 use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
 use kernelbook_core::spec::{LabSpec, PlannedLab};
@@ -495,7 +496,8 @@ impl<'a> Origin<'a> {
 fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
     let results = origin.results;
     let columns = TableColumns::of(results);
-    let row = |v: &VariantResult| row_view(lab, results, v, &columns.row);
+    let figures = LabFigures::of(lab, results);
+    let row = |v: &VariantResult| row_view(lab, figures.row(&v.name), v, &columns.row);
     let rows: Vec<RowView> = if origin.fill_missing {
         // The lab's order, its variants the recording lacks as "not recorded", then any the lab
         // does not have (the store refuses those; a caller that did not check still sees them).
@@ -518,7 +520,7 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
         results.variants.iter().map(row).collect()
     };
     let mut notes = origin.notes;
-    notes.extend(result_notes(lab, results, &rows));
+    notes.extend(result_notes(lab, (results, &figures), &rows));
     let mut problems = origin.problems;
     problems.extend(compile_failures(results));
     let (levels, levels_header) = level_views(lab, results, &rows);
@@ -541,8 +543,8 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
         rate_header: columns.rate_header,
         counter_header: columns.counter_header,
         counter_ns_header: columns.counter_ns_header,
-        ratios: ratio_sentences(lab, results),
-        ridge: ridge_sentence(lab, results),
+        ratios: ratio_sentences(lab, &figures.ratios),
+        ridge: figures.ridge.as_ref().map(ridge_sentence),
         profile: profile_view(lab, results),
         levels,
         levels_header,
@@ -614,12 +616,16 @@ fn launch_rows(rows: &[RowView]) -> Vec<RowView> {
 }
 
 /// The notes under a table that the results call for, in the order the reader needs them.
-fn result_notes(lab: &LabSpec, results: &LabResults, rows: &[RowView]) -> Vec<String> {
+fn result_notes(
+    lab: &LabSpec,
+    (results, figures): (&LabResults, &LabFigures<'_>),
+    rows: &[RowView],
+) -> Vec<String> {
     [
         changed_params_note(lab, results),
         peers_note(lab, results),
         sampled_check_note(lab, results),
-        checks_note(results),
+        checks_note(figures),
         noisy_note(rows),
     ]
     .into_iter()
@@ -686,24 +692,24 @@ fn sampled_check_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
 /// How the rows were checked, where the results say so and it is more than one built-in CPU
 /// reference: "Checked: warp, warp_wrong within rtol 1e-4, atol 1e-3 against variant `naive`;
 /// naive is the reference the other rows are checked against (not checked itself)."
-fn checks_note(results: &LabResults) -> Option<String> {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-    for row in &results.variants {
-        let Some(checked) = row.checked.as_deref() else {
+fn checks_note(figures: &LabFigures<'_>) -> Option<String> {
+    let mut groups: Vec<(&str, Checked, Vec<&str>)> = Vec::new();
+    for row in &figures.rows {
+        let Some(words) = row.result.checked.as_deref() else {
             continue;
         };
-        match groups.iter_mut().find(|(how, _)| *how == checked) {
-            Some((_, names)) => names.push(&row.name),
-            None => groups.push((checked, vec![&row.name])),
+        match groups.iter_mut().find(|(how, _, _)| *how == words) {
+            Some((_, _, names)) => names.push(&row.result.name),
+            None => groups.push((words, row.checked, vec![&row.result.name])),
         }
     }
-    let only_builtin = groups.len() == 1 && Checked::of(Some(groups[0].0)) == Checked::CpuReference;
+    let only_builtin = groups.len() == 1 && groups[0].1 == Checked::CpuReference;
     if groups.is_empty() || only_builtin {
         return None;
     }
     let parts: Vec<String> = groups
         .iter()
-        .map(|(how, names)| format!("{}: {how}", names.join(", ")))
+        .map(|(how, _, names)| format!("{}: {how}", names.join(", ")))
         .collect();
     Some(format!("How each row was checked — {}.", parts.join("; ")))
 }
@@ -781,9 +787,9 @@ struct Columns {
 }
 
 /// "tile[32][32] column reads took 20.1× as long as tile[32][33] column reads."
-fn ratio_sentences(lab: &LabSpec, results: &LabResults) -> Vec<String> {
+fn ratio_sentences(lab: &LabSpec, ratios: &[TimeRatio]) -> Vec<String> {
     let label = |name: &str| lab.variant(name).map_or(name, |v| v.label()).to_string();
-    figures::time_ratios(lab, results)
+    ratios
         .iter()
         .map(|ratio| {
             format!(
@@ -799,16 +805,15 @@ fn ratio_sentences(lab: &LabSpec, results: &LabResults) -> Vec<String> {
 }
 
 /// The measured ridge point: FLOP/s of the compute variant over bytes/s of the memory variant.
-fn ridge_sentence(lab: &LabSpec, results: &LabResults) -> Option<String> {
-    let ridge = figures::lab_ridge(lab, results)?;
+fn ridge_sentence(ridge: &Ridge) -> String {
     let unit = &ridge.unit;
-    Some(format!(
+    format!(
         "Ridge point on this GPU: {:.1} T{unit}/s ÷ {:.0} GB/s = {:.1} {unit} per byte, both measured in this run. \
          A kernel doing fewer {unit} per byte of HBM traffic than that is memory-bound here.",
         to_tera(ridge.work_per_second),
         ridge.gbs,
         ridge.intensity
-    ))
+    )
 }
 
 /// A row with the variant's label and nothing measured ("–" everywhere).
@@ -856,11 +861,16 @@ fn not_recorded_row(lab: &LabSpec, name: &str) -> RowView {
     }
 }
 
-fn row_view(lab: &LabSpec, results: &LabResults, v: &VariantResult, columns: &Columns) -> RowView {
+fn row_view(
+    lab: &LabSpec,
+    figures: Option<&Row<'_>>,
+    v: &VariantResult,
+    columns: &Columns,
+) -> RowView {
     let dash = || "–".to_string();
     let mut row = RowView {
         kernel: v.kernel.clone(),
-        is_ceiling: figures::role(lab, results, &v.name) == Role::Ceiling,
+        is_ceiling: figures.is_some_and(|f| f.role == Role::Ceiling),
         launch: v
             .launch
             .map_or_else(dash, |l| format!("{} × {}", dims(l.grid), dims(l.block))),
@@ -880,8 +890,8 @@ fn row_view(lab: &LabSpec, results: &LabResults, v: &VariantResult, columns: &Co
     }
     match &v.outcome {
         Outcome::Measured { noisy, .. } => {
-            if let Some(figures) = RowFigures::of(results, v) {
-                measured_cells(&mut row, &figures, columns);
+            if let Some(figures) = figures.and_then(|f| f.figures.as_ref()) {
+                measured_cells(&mut row, figures, columns);
             }
             row.noisy = *noisy;
         }

@@ -21,6 +21,8 @@ pub enum Role {
     Peer,
     /// The lab's ceiling, the row the per-cent column is measured against.
     Ceiling,
+    /// The row the others are checked against (not checked itself).
+    Reference,
 }
 
 impl Role {
@@ -196,12 +198,66 @@ impl RowFigures {
     }
 }
 
-/// A row's role in its lab: the lab's ceiling, else its builtin's ([`Role::of_builtin`]).
+/// A row's role in its lab: the lab's ceiling, else a peer by its builtin
+/// ([`Role::of_builtin`]), else the reference the others are checked against, else its own.
 pub fn role(lab: &LabSpec, results: &LabResults, name: &str) -> Role {
     if results.ceiling.as_deref() == Some(name) {
         return Role::Ceiling;
     }
-    Role::of_builtin(lab.variant(name).and_then(|v| v.builtin))
+    match Role::of_builtin(lab.variant(name).and_then(|v| v.builtin)) {
+        Role::Own if checked(results, name) == Checked::Trusted => Role::Reference,
+        role => role,
+    }
+}
+
+/// How row `name` of `results` was checked.
+pub fn checked(results: &LabResults, name: &str) -> Checked {
+    Checked::of(results.variant(name).and_then(|v| v.checked.as_deref()))
+}
+
+/// One row of a lab with every figure derived from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row<'r> {
+    pub result: &'r VariantResult,
+    pub role: Role,
+    pub checked: Checked,
+    /// `None` where the row was not measured.
+    pub figures: Option<RowFigures>,
+}
+
+/// Every figure of a lab's results, computed once for all its views.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LabFigures<'r> {
+    pub headline: Headline,
+    /// In the results' order.
+    pub rows: Vec<Row<'r>>,
+    pub ridge: Option<Ridge>,
+    pub ratios: Vec<TimeRatio>,
+}
+
+impl<'r> LabFigures<'r> {
+    pub fn of(lab: &LabSpec, results: &'r LabResults) -> LabFigures<'r> {
+        LabFigures {
+            headline: Headline::of(results),
+            rows: results
+                .variants
+                .iter()
+                .map(|result| Row {
+                    result,
+                    role: role(lab, results, &result.name),
+                    checked: Checked::of(result.checked.as_deref()),
+                    figures: RowFigures::of(results, result),
+                })
+                .collect(),
+            ridge: lab_ridge(lab, results),
+            ratios: time_ratios(lab, results),
+        }
+    }
+
+    /// The row named `name`.
+    pub fn row(&self, name: &str) -> Option<&Row<'r>> {
+        self.rows.iter().find(|row| row.result.name == name)
+    }
 }
 
 /// `count` units (bytes, FLOP) done in `ms` milliseconds, per second: the one rate of the book.
@@ -327,5 +383,31 @@ mod tests {
             Role::Own
         );
         assert_eq!(Role::of_builtin(Some(Builtin::PythonTranspose)), Role::Own);
+    }
+
+    #[test]
+    fn a_labs_figures_hold_each_rows_role_and_check() {
+        let lab = LabSpec::parse(
+            include_str!("../../../labs/fixtures/copy.toml"),
+            std::path::Path::new("labs/copy.toml"),
+        )
+        .expect("the fixture lab");
+        let mut results = results();
+        results.variants[1].name = "scalar".into();
+        results.variants[1].checked =
+            Some("the reference the other rows are checked against (not checked itself)".into());
+        let figures = LabFigures::of(&lab, &results);
+        assert_eq!(figures.row("memcpy").map(|r| r.role), Some(Role::Ceiling));
+        assert_eq!(figures.row("scalar").map(|r| r.role), Some(Role::Reference));
+        assert_eq!(
+            figures.row("scalar").map(|r| r.checked),
+            Some(Checked::Trusted)
+        );
+        assert_eq!(
+            figures.row("memcpy").map(|r| r.checked),
+            Some(Checked::Unrecorded)
+        );
+        assert!(figures.row("scalar").is_some_and(|r| r.figures.is_some()));
+        assert_eq!(figures.headline, Headline::Gbs);
     }
 }

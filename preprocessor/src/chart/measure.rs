@@ -160,7 +160,7 @@ pub fn role(lab: &LabSpec, name: &str, reference: Option<&str>) -> Role {
     }
     match figures::Role::of_builtin(lab.variant(name).and_then(|v| v.builtin)) {
         figures::Role::Peer => Role::Peer,
-        figures::Role::Own | figures::Role::Ceiling => Role::Own,
+        figures::Role::Own | figures::Role::Ceiling | figures::Role::Reference => Role::Own,
     }
 }
 
