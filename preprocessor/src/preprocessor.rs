@@ -613,33 +613,34 @@ fn edit_chapters(
         let Some(scan) = index.chapters.get(&key) else {
             return;
         };
-        let chapter_diagrams = diagrams.get(&key).map_or(&[][..], Vec::as_slice);
-        let mut edits = chapter_edits(&chapter.content, scan, rendered, chapter_diagrams);
-        edits.extend(
-            scan.figures
-                .iter()
-                .map(|figure| (figure.range.clone(), figure_text(figure, outcomes))),
-        );
-        let compared = comparisons.get(&key).map_or(&[][..], Vec::as_slice);
-        edits.extend(
-            scan.comparisons
-                .iter()
-                .zip(compared)
-                .map(|(directive, html)| {
-                    directive_edit(
-                        &chapter.content,
-                        (&directive.range, &directive.place),
-                        html,
-                        (None, None),
-                    )
-                }),
-        );
+        let figures: Vec<String> = scan
+            .figures
+            .iter()
+            .map(|figure| figure_text(figure, outcomes))
+            .collect();
+        let html = ChapterHtml {
+            labs: rendered,
+            diagrams: diagrams.get(&key).map_or(&[][..], Vec::as_slice),
+            comparisons: comparisons.get(&key).map_or(&[][..], Vec::as_slice),
+            figures: &figures,
+        };
+        let edits = chapter_edits(&chapter.content, scan, &html);
         chapter.content = apply_edits(&chapter.content, edits);
     });
 }
 
-/// The edits of one chapter: each lab directive's HTML (`rendered`, by lab), each diagram
-/// directive's (`diagrams`, in the order of `scan.diagrams`), and each kernel block highlighted
+/// The HTML of one chapter's directives: each lab's (by lab), and each diagram's, comparison's
+/// and figure's in the order of the scan's lists.
+#[derive(Debug, Clone, Copy)]
+pub struct ChapterHtml<'a> {
+    pub labs: &'a BTreeMap<String, String>,
+    pub diagrams: &'a [String],
+    pub comparisons: &'a [String],
+    pub figures: &'a [String],
+}
+
+/// The edits of one chapter, the one splice of rendered text into it: each directive replaced
+/// by its HTML ([`ChapterHtml`]), and each kernel block highlighted
 /// as C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives (and, in
 /// `data-kernel`, which kernel it is: `kernelbook serve` finds an exercise's starter by it). Inside a
 /// block quote or list item, every inserted line carries the container's prefix and no blank
@@ -647,21 +648,33 @@ fn edit_chapters(
 pub fn chapter_edits(
     content: &str,
     scan: &ChapterScan,
-    rendered: &BTreeMap<String, String>,
-    diagrams: &[String],
+    html: &ChapterHtml<'_>,
 ) -> Vec<(Range<usize>, String)> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
-    // Every directive in the order written, with its HTML where there is some.
+    // Every block directive in the order written, with its HTML where there is some.
     let mut placed: Vec<(&Range<usize>, &Place, Option<&str>)> = scan
         .directives
         .iter()
-        .map(|d| (&d.range, &d.place, rendered.get(&d.lab).map(String::as_str)))
+        .map(|d| {
+            (
+                &d.range,
+                &d.place,
+                html.labs.get(&d.lab).map(String::as_str),
+            )
+        })
         .chain(
             scan.diagrams
                 .iter()
                 .enumerate()
-                .map(|(i, d)| (&d.range, &d.place, diagrams.get(i).map(String::as_str))),
+                .map(|(i, d)| (&d.range, &d.place, html.diagrams.get(i).map(String::as_str))),
         )
+        .chain(scan.comparisons.iter().enumerate().map(|(i, d)| {
+            (
+                &d.range,
+                &d.place,
+                html.comparisons.get(i).map(String::as_str),
+            )
+        }))
         .collect();
     placed.sort_by_key(|(range, _, _)| range.start);
     for (i, (range, place, html)) in placed.iter().enumerate() {
@@ -676,6 +689,13 @@ pub fn chapter_edits(
             edits.push(directive_edit(content, (range, place), html, neighbours));
         }
     }
+    // A figure is inline: its text replaces it where it stands.
+    edits.extend(
+        scan.figures
+            .iter()
+            .zip(html.figures)
+            .map(|(figure, text)| (figure.range.clone(), text.clone())),
+    );
     for block in &scan.kernels {
         let (highlight, what) = match block.kernel.language {
             Language::Cuda => ("cpp", "Kernel"),
