@@ -45,7 +45,7 @@ enum Command {
     Record(cmd::record::Args),
     /// Serve the book on 127.0.0.1, rebuild it on every save, and grade exercises from the
     /// page on this machine's GPU.
-    Serve(cmd::serve::Args),
+    Serve(serve::Args),
     /// Add Nsight Compute's counters to labs' recordings, keeping their timings (labs with
     /// `profile = true`; on a GPU with Nsight Compute).
     Profile(cmd::profile::Args),
@@ -118,7 +118,7 @@ fn main() -> ExitCode {
         Command::Profile(args) => cmd::profile::run(&ctx, args),
         Command::Diagrams(args) => cmd::diagrams::run(&ctx, args),
         Command::Check(args) => cmd::check::run(&ctx, args),
-        Command::Serve(args) => cmd::serve::run(&ctx, args),
+        Command::Serve(args) => serve::run(&ctx, args),
         Command::Compile(args) => cmd::compile::run(&ctx, args),
         Command::Tangle(args) => cmd::tangle::run(&ctx, args),
         Command::List => cmd::list::run(&ctx),

@@ -8,6 +8,7 @@ use crate::stats::{StopReason, Summary};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+pub mod figures;
 mod validate;
 pub use validate::{
     InvalidResults, LabMismatch, MAX_BYTES, MAX_COUNTER, MAX_GBS, MAX_TIME_MS, MAX_WORK_PER_SECOND,
@@ -437,7 +438,7 @@ impl VariantResult {
     pub fn work_per_second(&self) -> Option<f64> {
         let work = self.work.as_ref()?;
         let ms = self.median_ms().filter(|ms| *ms > 0.0)?;
-        Some(work.count as f64 / (ms / 1000.0))
+        Some(figures::per_second(work.count as f64, ms))
     }
 }
 

@@ -15,15 +15,20 @@
 //! assert_eq!(scan.directives[0].lab, "copy");
 //! ```
 
+pub mod book;
 pub mod chart;
+pub mod config;
 pub mod diagram;
 pub mod figures;
+pub mod format;
 pub mod gpus;
 pub mod include;
+pub mod labs;
 pub mod preprocessor;
 pub mod recorded;
 pub mod render;
 pub mod scan;
 pub mod tangle;
+pub mod templates;
 
 pub use preprocessor::{KernelbookPreprocessor, NAME};

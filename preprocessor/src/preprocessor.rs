@@ -8,7 +8,7 @@ use crate::render::{Templates, lab_view_beside, planned_view};
 use crate::scan::{BookIndex, ChapterScan, Origins, Place, ScanError, continuation_prefix};
 use anyhow::{Context, bail};
 use kernelbook_core::results::LabResults;
-use kernelbook_core::spec::{LabFile, LabSpec, PlannedLab};
+use kernelbook_core::spec::LabSpec;
 use kernelbook_core::{KernelSource, Language};
 use kernelbook_runner::engine::Progress;
 use kernelbook_runner::{LabOutcome, LabRequest, Runner};
@@ -19,8 +19,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-/// The name book.toml uses: `[preprocessor.kernelbook]`.
-pub const NAME: &str = "kernelbook";
+pub use crate::config::{NAME, labs_dir};
+pub use crate::labs::{Labs, load_labs};
 
 /// Where the preprocessor gets the results of the labs a build shows: the [`Runner`] (cache,
 /// GPU, recording) by default. `kernelbook serve` gives its own, which never waits for a
@@ -141,78 +141,6 @@ impl KernelbookPreprocessor {
         self.strict = strict;
         self
     }
-}
-
-/// The labs folder named in book.toml (`[preprocessor.kernelbook] labs = "labs"`), from the
-/// book's root.
-pub fn labs_dir(
-    ctx_root: &Path,
-    config: &mdbook_preprocessor::config::Config,
-) -> anyhow::Result<PathBuf> {
-    let dir: Option<String> = config.get(&format!("preprocessor.{NAME}.labs"))?;
-    Ok(ctx_root.join(dir.unwrap_or_else(|| "labs".into())))
-}
-
-/// The labs of a book, by name: those that run and those only planned so far.
-#[derive(Debug, Clone, Default)]
-pub struct Labs {
-    pub ready: BTreeMap<String, LabSpec>,
-    pub planned: BTreeMap<String, PlannedLab>,
-}
-
-impl Labs {
-    pub fn contains(&self, name: &str) -> bool {
-        self.ready.contains_key(name) || self.planned.contains_key(name)
-    }
-
-    pub fn names(&self) -> Vec<&str> {
-        let mut names: Vec<&str> = self
-            .ready
-            .keys()
-            .chain(self.planned.keys())
-            .map(String::as_str)
-            .collect();
-        names.sort_unstable();
-        names
-    }
-}
-
-/// Loads every `*.toml` lab under `dir`, by name.
-pub fn load_labs(dir: &Path) -> anyhow::Result<Labs> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot read the labs folder {}", dir.display()))?
-        .filter_map(|entry| entry.ok().map(|e| e.path()))
-        .filter(|path| path.extension().is_some_and(|ext| ext == "toml"))
-        .collect();
-    paths.sort();
-    let mut labs = Labs::default();
-    let mut seen: BTreeMap<String, PathBuf> = BTreeMap::new();
-    let mut errors = Vec::new();
-    for path in paths {
-        match LabFile::load(&path) {
-            Ok(lab) => {
-                if let Some(first) = seen.get(lab.name()) {
-                    errors.push(format!(
-                        "{}:1: lab `{}` is also defined in {}",
-                        path.display(),
-                        lab.name(),
-                        first.display()
-                    ));
-                    continue;
-                }
-                seen.insert(lab.name().to_string(), path.clone());
-                match lab {
-                    LabFile::Ready(lab) => labs.ready.insert(lab.name.clone(), *lab).map(drop),
-                    LabFile::Planned(lab) => labs.planned.insert(lab.name.clone(), lab).map(drop),
-                };
-            }
-            Err(err) => errors.push(err.to_string()),
-        }
-    }
-    if !errors.is_empty() {
-        bail!("{}", errors.join("\n"));
-    }
-    Ok(labs)
 }
 
 /// Checks that every lab the book shows names only kernels the book defines.
@@ -457,7 +385,7 @@ impl KernelbookPreprocessor {
         outcomes: &BTreeMap<&str, LabOutcome>,
     ) -> anyhow::Result<BTreeMap<PathBuf, Vec<crate::diagram::Rendered>>> {
         let mut recorded = BTreeMap::new();
-        for name in crate::diagram::profiled_labs(index) {
+        for name in crate::book::profiled_labs(index) {
             let live = !matches!(outcomes.get(name), Some(LabOutcome::Recorded { .. }));
             let Some(lab) = labs.ready.get(name).filter(|_| live) else {
                 continue;
@@ -470,7 +398,7 @@ impl KernelbookPreprocessor {
             outcomes,
             recorded: &recorded,
         };
-        crate::diagram::render_diagrams(index, labs, results, &self.templates)
+        crate::book::render_diagrams(index, labs, results, &self.templates)
     }
 }
 
@@ -495,18 +423,17 @@ impl KernelbookPreprocessor {
         }
         let recordings = crate::recorded::recordings(&ctx.root, &ctx.config)?;
         let every_lab = crate::gpus::compared_labs(&[], shown, &labs.ready);
-        let mut columns = crate::gpus::recorded_columns(&recordings, &every_lab, index);
+        let mut columns = crate::recorded::recorded_columns(&recordings, &every_lab, index);
         columns.extend(crate::gpus::live_column(
             outcomes.iter().map(|(lab, outcome)| (*lab, outcome)),
         ));
         columns.extend(self.results.other_gpus());
-        let templates = crate::gpus::Templates::new();
         for (path, scan) in &index.chapters {
             let mut htmls = Vec::new();
             for directive in &scan.comparisons {
                 let compared = crate::gpus::compared_labs(&directive.labs, shown, &labs.ready);
                 let view = crate::gpus::view::comparison_view(&compared, &columns);
-                htmls.push(templates.render(&view).with_context(|| {
+                htmls.push(self.templates.render_comparison(&view).with_context(|| {
                     format!("{}: rendering the GPUs' comparison", directive.location)
                 })?);
             }
@@ -532,7 +459,7 @@ fn check_directives(index: &BookIndex, labs: &Labs) -> anyhow::Result<()> {
                 labs.names().join(", ")
             )
         })
-        .chain(crate::diagram::check_diagrams(index, labs))
+        .chain(crate::book::check_diagrams(index, labs))
         .chain(
             index
                 .chapters
@@ -643,7 +570,7 @@ pub fn shown_labs<'a>(
         .values()
         .flat_map(|scan| &scan.directives)
         .map(|directive| directive.lab.as_str())
-        .chain(crate::diagram::profiled_labs(index));
+        .chain(crate::book::profiled_labs(index));
     for name in named {
         if !shown.contains(&name) {
             shown.push(name);
@@ -686,33 +613,34 @@ fn edit_chapters(
         let Some(scan) = index.chapters.get(&key) else {
             return;
         };
-        let chapter_diagrams = diagrams.get(&key).map_or(&[][..], Vec::as_slice);
-        let mut edits = chapter_edits(&chapter.content, scan, rendered, chapter_diagrams);
-        edits.extend(
-            scan.figures
-                .iter()
-                .map(|figure| (figure.range.clone(), figure_text(figure, outcomes))),
-        );
-        let compared = comparisons.get(&key).map_or(&[][..], Vec::as_slice);
-        edits.extend(
-            scan.comparisons
-                .iter()
-                .zip(compared)
-                .map(|(directive, html)| {
-                    directive_edit(
-                        &chapter.content,
-                        (&directive.range, &directive.place),
-                        html,
-                        (None, None),
-                    )
-                }),
-        );
+        let figures: Vec<String> = scan
+            .figures
+            .iter()
+            .map(|figure| figure_text(figure, outcomes))
+            .collect();
+        let html = ChapterHtml {
+            labs: rendered,
+            diagrams: diagrams.get(&key).map_or(&[][..], Vec::as_slice),
+            comparisons: comparisons.get(&key).map_or(&[][..], Vec::as_slice),
+            figures: &figures,
+        };
+        let edits = chapter_edits(&chapter.content, scan, &html);
         chapter.content = apply_edits(&chapter.content, edits);
     });
 }
 
-/// The edits of one chapter: each lab directive's HTML (`rendered`, by lab), each diagram
-/// directive's (`diagrams`, in the order of `scan.diagrams`), and each kernel block highlighted
+/// The HTML of one chapter's directives: each lab's (by lab), and each diagram's, comparison's
+/// and figure's in the order of the scan's lists.
+#[derive(Debug, Clone, Copy)]
+pub struct ChapterHtml<'a> {
+    pub labs: &'a BTreeMap<String, String>,
+    pub diagrams: &'a [String],
+    pub comparisons: &'a [String],
+    pub figures: &'a [String],
+}
+
+/// The edits of one chapter, the one splice of rendered text into it: each directive replaced
+/// by its HTML ([`ChapterHtml`]), and each kernel block highlighted
 /// as C++ (the highlighter knows no CUDA) under a caption saying where the kernel lives (and, in
 /// `data-kernel`, which kernel it is: `kernelbook serve` finds an exercise's starter by it). Inside a
 /// block quote or list item, every inserted line carries the container's prefix and no blank
@@ -720,21 +648,33 @@ fn edit_chapters(
 pub fn chapter_edits(
     content: &str,
     scan: &ChapterScan,
-    rendered: &BTreeMap<String, String>,
-    diagrams: &[String],
+    html: &ChapterHtml<'_>,
 ) -> Vec<(Range<usize>, String)> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
-    // Every directive in the order written, with its HTML where there is some.
+    // Every block directive in the order written, with its HTML where there is some.
     let mut placed: Vec<(&Range<usize>, &Place, Option<&str>)> = scan
         .directives
         .iter()
-        .map(|d| (&d.range, &d.place, rendered.get(&d.lab).map(String::as_str)))
+        .map(|d| {
+            (
+                &d.range,
+                &d.place,
+                html.labs.get(&d.lab).map(String::as_str),
+            )
+        })
         .chain(
             scan.diagrams
                 .iter()
                 .enumerate()
-                .map(|(i, d)| (&d.range, &d.place, diagrams.get(i).map(String::as_str))),
+                .map(|(i, d)| (&d.range, &d.place, html.diagrams.get(i).map(String::as_str))),
         )
+        .chain(scan.comparisons.iter().enumerate().map(|(i, d)| {
+            (
+                &d.range,
+                &d.place,
+                html.comparisons.get(i).map(String::as_str),
+            )
+        }))
         .collect();
     placed.sort_by_key(|(range, _, _)| range.start);
     for (i, (range, place, html)) in placed.iter().enumerate() {
@@ -749,6 +689,13 @@ pub fn chapter_edits(
             edits.push(directive_edit(content, (range, place), html, neighbours));
         }
     }
+    // A figure is inline: its text replaces it where it stands.
+    edits.extend(
+        scan.figures
+            .iter()
+            .zip(html.figures)
+            .map(|(figure, text)| (figure.range.clone(), text.clone())),
+    );
     for block in &scan.kernels {
         let (highlight, what) = match block.kernel.language {
             Language::Cuda => ("cpp", "Kernel"),

@@ -10,10 +10,15 @@
 //! ```
 //!
 //! `kernelbook build --recordings DIR` sets `recordings` for one build (the Slurm merge job
-//! builds from the folders its tasks recorded).
+//! builds from the folders its tasks recorded). The folders are read here, for the GPUs compared
+//! ([`recorded_columns`]) as for the chapters.
 
-use crate::preprocessor::{NAME, labs_dir};
-use kernelbook_runner::store::{Recordings, choose_shown};
+use crate::config::{NAME, labs_dir};
+use crate::gpus::view::GpuColumn;
+use crate::scan::BookIndex;
+use kernelbook_core::spec::LabSpec;
+use kernelbook_runner::LabOutcome;
+use kernelbook_runner::store::{Recordings, choose_shown, stale_kernels};
 use mdbook_preprocessor::config::Config;
 use std::path::{Path, PathBuf};
 
@@ -48,6 +53,57 @@ pub fn shown_dir(root: &Path, config: &Config) -> anyhow::Result<(PathBuf, Optio
         .dir()
         .to_path_buf();
     Ok((dir, shown.notice))
+}
+
+/// A column per GPU folder of `recordings`, holding its recording of each of `labs` (with the
+/// kernels edited since found from `index`). A file that cannot be trusted is left out with a
+/// warning, as the book's own recording would be.
+pub fn recorded_columns(
+    recordings: &Recordings,
+    labs: &[&LabSpec],
+    index: &BookIndex,
+) -> Vec<GpuColumn> {
+    recordings
+        .folders()
+        .into_iter()
+        .map(|folder| {
+            let store = recordings.folder(Some(&folder));
+            let labs = labs
+                .iter()
+                .filter_map(|lab| match store.get(lab) {
+                    Ok(Some(results)) => {
+                        let kernels =
+                            index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
+                        let stale = stale_kernels(&results, &kernels);
+                        Some((lab.name.clone(), recorded_outcome(results, stale)))
+                    }
+                    Ok(None) => None,
+                    Err(distrust) => {
+                        eprintln!("kernelbook: warning: {distrust}");
+                        None
+                    }
+                })
+                .collect();
+            GpuColumn {
+                folder,
+                live: false,
+                labs,
+            }
+        })
+        .collect()
+}
+
+/// A recording's outcome, with the kernels edited since it was made.
+pub fn recorded_outcome(
+    results: kernelbook_core::results::LabResults,
+    stale: Vec<String>,
+) -> LabOutcome {
+    LabOutcome::Recorded {
+        results,
+        why: "recorded".into(),
+        stale_kernels: stale,
+        compile_errors: Vec::new(),
+    }
 }
 
 #[cfg(test)]

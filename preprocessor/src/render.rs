@@ -2,18 +2,17 @@
 //! from the lab and its results, then handlebars renders it into HTML (escaped). The terminal
 //! table of `kernelbook run` is built from the same view model.
 
-use handlebars::Handlebars;
-use kernelbook_core::bandwidth::percent_of;
+use crate::format::{format_gbs, format_percent, to_tera};
+pub use crate::format::{format_ms, format_params, format_sig, rate_scale};
+pub use crate::templates::Templates;
+use kernelbook_core::results::figures::{
+    self, Checked, Headline, LabFigures, Ridge, Role, Row, RowFigures, TimeRatio, counter_unit,
+    moves_bytes, sm_clock_ghz,
+};
 use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult};
 use kernelbook_core::spec::{LabSpec, PlannedLab};
 use kernelbook_runner::{KernelProblem, LabOutcome};
 use serde::Serialize;
-
-const LAB_TEMPLATE: &str = include_str!("../templates/lab.hbs");
-const CHART_TEMPLATE: &str = include_str!("../templates/chart.hbs");
-const CHART_PAINT_TEMPLATE: &str = include_str!("../templates/chart-paint.hbs");
-const DIAGRAM_TEMPLATE: &str = include_str!("../templates/diagram.hbs");
-const DIAGRAM_SVG_TEMPLATE: &str = include_str!("../templates/diagram-svg.hbs");
 
 /// One row of a lab's table.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,11 +137,10 @@ pub struct LevelView {
 /// The summary rows of a lab's `levels`: the kernel's own count (and nanoseconds) where it
 /// reports one, else effective bandwidth.
 fn level_views(lab: &LabSpec, results: &LabResults, rows: &[RowView]) -> (Vec<LevelView>, String) {
-    let counter = results
-        .variants
-        .iter()
-        .find_map(|v| v.counter.as_ref().map(|c| c.unit.clone()));
-    let header = counter.clone().unwrap_or_else(|| "GB/s".into());
+    let counter = counter_unit(results);
+    let header = counter
+        .as_ref()
+        .map_or_else(|| "GB/s".into(), |c| c.unit.clone());
     let views = lab
         .levels
         .iter()
@@ -152,7 +150,7 @@ fn level_views(lab: &LabSpec, results: &LabResults, rows: &[RowView]) -> (Vec<Le
                 return None;
             }
             // Nanoseconds only make sense for a count of SM cycles.
-            let in_cycles = counter.as_deref().is_some_and(|u| u.starts_with("cycles"));
+            let in_cycles = counter.as_ref().is_some_and(|c| c.sm_cycles);
             let value = match &counter {
                 Some(_) if in_cycles && row.counter_ns != "–" => {
                     format!("{} ({} ns)", row.counter, row.counter_ns)
@@ -380,25 +378,22 @@ pub fn lab_view_beside(
         return view;
     }
     let device = &recorded.provenance.device.name;
-    let figure = if view.show_bandwidth {
-        Beside::Gbs
-    } else if view.counter_header.is_some() {
-        Beside::Counter
-    } else {
-        Beside::Time
+    let headline = Headline::of(results);
+    let rate = rate_scale(results);
+    let header = match (&headline, &rate) {
+        (Headline::Gbs, _) => format!("GB/s on the {device} (recorded)"),
+        (Headline::Counter(unit), _) => format!("{}, {device} (recorded)", unit.unit),
+        (Headline::Rate { .. }, Some((_, label))) => format!("{label} on the {device} (recorded)"),
+        (Headline::Rate { .. } | Headline::Time, _) => {
+            format!("Median time on the {device} (recorded)")
+        }
     };
-    let header = match figure {
-        Beside::Gbs => format!("GB/s on the {device} (recorded)"),
-        Beside::Counter => format!(
-            "{}, {device} (recorded)",
-            view.counter_header.as_deref().unwrap_or_default()
-        ),
-        Beside::Time => format!("Median time on the {device} (recorded)"),
-    };
+    let divisor = rate.map(|(divisor, _)| divisor);
     for row in &mut view.rows {
         row.beside = recorded
             .variant(&row.name)
-            .and_then(|v| figure.of(v))
+            .and_then(|v| RowFigures::of(recorded, v))
+            .and_then(|f| beside_figure(&headline, &f, divisor))
             .unwrap_or_else(|| "–".into());
     }
     view.beside_header = Some(header);
@@ -411,24 +406,20 @@ pub fn lab_view_beside(
     view
 }
 
-/// Which figure of the recorded GPU stands beside a live row.
-#[derive(Debug, Clone, Copy)]
-enum Beside {
-    Gbs,
-    Counter,
-    Time,
-}
-
-impl Beside {
-    fn of(self, v: &VariantResult) -> Option<String> {
-        match self {
-            Beside::Gbs => v.effective_gbs().map(|g| format!("{g:.0}")),
-            Beside::Counter => v.counter.as_ref()?.median().map(format_sig),
-            Beside::Time => match &v.outcome {
-                Outcome::Measured { summary, .. } => Some(format_ms(summary.median_ms)),
-                _ => None,
-            },
-        }
+/// The recorded GPU's headline figure of a row, as the table formats it.
+fn beside_figure(
+    headline: &Headline,
+    row: &RowFigures,
+    rate_divisor: Option<f64>,
+) -> Option<String> {
+    match headline {
+        Headline::Gbs => Some(format_gbs(row.gbs)),
+        Headline::Counter(_) => row.counter.map(format_sig),
+        Headline::Rate { .. } => match (row.rate, rate_divisor) {
+            (Some(rate), Some(divisor)) => Some(format_sig(rate / divisor)),
+            _ => None,
+        },
+        Headline::Time => Some(format_ms(row.median_ms)),
     }
 }
 
@@ -505,9 +496,8 @@ impl<'a> Origin<'a> {
 fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
     let results = origin.results;
     let columns = TableColumns::of(results);
-    let peak = results.provenance.device.theoretical_gbs();
-    let ceiling = results.ceiling_gbs();
-    let row = |v: &VariantResult| row_view(lab, results, v, ceiling, peak, &columns.row);
+    let figures = LabFigures::of(lab, results);
+    let row = |v: &VariantResult| row_view(lab, figures.row(&v.name), v, &columns.row);
     let rows: Vec<RowView> = if origin.fill_missing {
         // The lab's order, its variants the recording lacks as "not recorded", then any the lab
         // does not have (the store refuses those; a caller that did not check still sees them).
@@ -530,7 +520,7 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
         results.variants.iter().map(row).collect()
     };
     let mut notes = origin.notes;
-    notes.extend(result_notes(lab, results, &rows));
+    notes.extend(result_notes(lab, (results, &figures), &rows));
     let mut problems = origin.problems;
     problems.extend(compile_failures(results));
     let (levels, levels_header) = level_views(lab, results, &rows);
@@ -553,8 +543,8 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
         rate_header: columns.rate_header,
         counter_header: columns.counter_header,
         counter_ns_header: columns.counter_ns_header,
-        ratios: ratio_sentences(lab, results),
-        ridge: ridge_sentence(lab, results),
+        ratios: ratio_sentences(lab, &figures.ratios),
+        ridge: figures.ridge.as_ref().map(ridge_sentence),
         profile: profile_view(lab, results),
         levels,
         levels_header,
@@ -577,28 +567,19 @@ struct TableColumns {
 impl TableColumns {
     fn of(results: &LabResults) -> Self {
         let rate_scale = rate_scale(results);
-        let sm_clock_ghz = results
-            .provenance
-            .clocks
-            .map(|c| f64::from(c.sm_mhz) / 1000.0)
-            .filter(|ghz| *ghz > 0.0);
-        let counter_header = results
-            .variants
-            .iter()
-            .find_map(|v| v.counter.as_ref().map(|c| c.unit.clone()));
+        let counter = counter_unit(results);
         // Nanoseconds need a count of SM cycles and the clock it ran at.
-        let counter_ns_header = counter_header
-            .as_deref()
-            .filter(|unit| unit.starts_with("cycles") && sm_clock_ghz.is_some())
-            .map(|unit| format!("ns {}", unit.trim_start_matches("cycles").trim()));
+        let counter_ns_header = counter
+            .as_ref()
+            .filter(|unit| unit.sm_cycles && sm_clock_ghz(results).is_some())
+            .map(|unit| format!("ns {}", unit.per()));
         TableColumns {
-            bandwidth: results.variants.iter().any(|v| v.bytes_moved > 0),
+            bandwidth: moves_bytes(results),
             row: Columns {
                 rate: rate_scale.as_ref().map(|(divisor, _)| *divisor),
-                sm_clock_ghz,
             },
             rate_header: rate_scale.map(|(_, header)| header),
-            counter_header,
+            counter_header: counter.map(|c| c.unit),
             counter_ns_header,
         }
     }
@@ -635,12 +616,16 @@ fn launch_rows(rows: &[RowView]) -> Vec<RowView> {
 }
 
 /// The notes under a table that the results call for, in the order the reader needs them.
-fn result_notes(lab: &LabSpec, results: &LabResults, rows: &[RowView]) -> Vec<String> {
+fn result_notes(
+    lab: &LabSpec,
+    (results, figures): (&LabResults, &LabFigures<'_>),
+    rows: &[RowView],
+) -> Vec<String> {
     [
         changed_params_note(lab, results),
         peers_note(lab, results),
         sampled_check_note(lab, results),
-        checks_note(results),
+        checks_note(figures),
         noisy_note(rows),
     ]
     .into_iter()
@@ -659,18 +644,18 @@ fn changed_params_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
     })
 }
 
-/// Which peer libraries (variants without a kernel of the book, other than memcpy) this machine
-/// has, and which implementation each one picked.
+/// Which peer libraries ([`Role::Peer`]) this machine has, and which implementation each one
+/// picked, with the Python rows' software (a Triton kernel of the book needs Triton). The
+/// runner's own copies (memcpy, the host copies) are not listed.
 fn peers_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
     let peers: Vec<String> = results
         .variants
         .iter()
         .filter(|v| {
+            let builtin = lab.variant(&v.name).and_then(|s| s.builtin);
             v.kernel.is_none()
-                && !matches!(
-                    lab.variant(&v.name).and_then(|s| s.builtin),
-                    Some(kernelbook_core::spec::Builtin::Memcpy)
-                )
+                && (Role::of_builtin(builtin) == Role::Peer
+                    || builtin.is_some_and(|b| b.runs_in_python()))
         })
         .map(|v| {
             let label = lab.variant(&v.name).map_or(v.name.as_str(), |s| s.label());
@@ -707,24 +692,24 @@ fn sampled_check_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
 /// How the rows were checked, where the results say so and it is more than one built-in CPU
 /// reference: "Checked: warp, warp_wrong within rtol 1e-4, atol 1e-3 against variant `naive`;
 /// naive is the reference the other rows are checked against (not checked itself)."
-fn checks_note(results: &LabResults) -> Option<String> {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-    for row in &results.variants {
-        let Some(checked) = row.checked.as_deref() else {
+fn checks_note(figures: &LabFigures<'_>) -> Option<String> {
+    let mut groups: Vec<(&str, Checked, Vec<&str>)> = Vec::new();
+    for row in &figures.rows {
+        let Some(words) = row.result.checked.as_deref() else {
             continue;
         };
-        match groups.iter_mut().find(|(how, _)| *how == checked) {
-            Some((_, names)) => names.push(&row.name),
-            None => groups.push((checked, vec![&row.name])),
+        match groups.iter_mut().find(|(how, _, _)| *how == words) {
+            Some((_, _, names)) => names.push(&row.result.name),
+            None => groups.push((words, row.checked, vec![&row.result.name])),
         }
     }
-    let only_builtin = groups.len() == 1 && groups[0].0.contains("the CPU reference");
+    let only_builtin = groups.len() == 1 && groups[0].1 == Checked::CpuReference;
     if groups.is_empty() || only_builtin {
         return None;
     }
     let parts: Vec<String> = groups
         .iter()
-        .map(|(how, names)| format!("{}: {how}", names.join(", ")))
+        .map(|(how, _, names)| format!("{}: {how}", names.join(", ")))
         .collect();
     Some(format!("How each row was checked — {}.", parts.join("; ")))
 }
@@ -732,7 +717,10 @@ fn checks_note(results: &LabResults) -> Option<String> {
 /// Explains the "noisy" mark, where a row has it.
 fn noisy_note(rows: &[RowView]) -> Option<String> {
     rows.iter().any(|r| r.noisy).then(|| {
-        "A result marked noisy had a relative spread above 5 %: treat its figure with care.".into()
+        format!(
+            "A result marked noisy had a relative spread above {:.0} %: treat its figure with care.",
+            figures::noisy_spread() * 100.0
+        )
     })
 }
 
@@ -796,82 +784,36 @@ fn sample_count(results: &LabResults) -> usize {
 struct Columns {
     /// Work per second is divided by this for the rate column.
     rate: Option<f64>,
-    sm_clock_ghz: Option<f64>,
-}
-
-/// The divisor and header of the rate column: the largest rate sets the prefix ("TFLOP/s",
-/// "billion shared loads/s").
-pub fn rate_scale(results: &LabResults) -> Option<(f64, String)> {
-    let unit = results
-        .variants
-        .iter()
-        .find_map(|v| v.work.as_ref())?
-        .unit
-        .clone();
-    let top = results
-        .variants
-        .iter()
-        .filter_map(VariantResult::work_per_second)
-        .fold(0.0, f64::max);
-    let (divisor, si, words) = [
-        (1e15, "P", "quadrillion"),
-        (1e12, "T", "trillion"),
-        (1e9, "G", "billion"),
-        (1e6, "M", "million"),
-        (1e3, "k", "thousand"),
-    ]
-    .into_iter()
-    .find(|(d, _, _)| top >= *d)
-    .unwrap_or((1.0, "", ""));
-    let symbol = unit.chars().all(|c| c.is_ascii_uppercase());
-    let header = if symbol {
-        format!("{si}{unit}/s")
-    } else if words.is_empty() {
-        format!("{unit}s/s")
-    } else {
-        format!("{words} {unit}s/s")
-    };
-    Some((divisor, header))
 }
 
 /// "tile[32][32] column reads took 20.1× as long as tile[32][33] column reads."
-fn ratio_sentences(lab: &LabSpec, results: &LabResults) -> Vec<String> {
+fn ratio_sentences(lab: &LabSpec, ratios: &[TimeRatio]) -> Vec<String> {
     let label = |name: &str| lab.variant(name).map_or(name, |v| v.label()).to_string();
-    lab.ratios
+    ratios
         .iter()
-        .filter_map(|[slow, fast]| {
-            let t_slow = results.variant(slow)?.median_ms()?;
-            let t_fast = results.variant(fast)?.median_ms()?;
-            (t_fast > 0.0).then(|| {
-                format!(
-                    "{} took {:.2}× as long as {} ({} against {}).",
-                    label(slow),
-                    t_slow / t_fast,
-                    label(fast),
-                    format_ms(t_slow),
-                    format_ms(t_fast)
-                )
-            })
+        .map(|ratio| {
+            format!(
+                "{} took {:.2}× as long as {} ({} against {}).",
+                label(&ratio.slow),
+                ratio.times,
+                label(&ratio.fast),
+                format_ms(ratio.slow_ms),
+                format_ms(ratio.fast_ms)
+            )
         })
         .collect()
 }
 
 /// The measured ridge point: FLOP/s of the compute variant over bytes/s of the memory variant.
-fn ridge_sentence(lab: &LabSpec, results: &LabResults) -> Option<String> {
-    let spec = lab.ridge.as_ref()?;
-    let compute = results.variant(&spec.compute)?;
-    let flops = compute.work_per_second()?;
-    let unit = compute.work.as_ref()?.unit.clone();
-    let gbs = results.variant(&spec.memory)?.effective_gbs()?;
-    (gbs > 0.0).then(|| {
-        format!(
-            "Ridge point on this GPU: {:.1} T{unit}/s ÷ {:.0} GB/s = {:.1} {unit} per byte, both measured in this run. \
-             A kernel doing fewer {unit} per byte of HBM traffic than that is memory-bound here.",
-            flops / 1e12,
-            gbs,
-            flops / (gbs * 1e9)
-        )
-    })
+fn ridge_sentence(ridge: &Ridge) -> String {
+    let unit = &ridge.unit;
+    format!(
+        "Ridge point on this GPU: {:.1} T{unit}/s ÷ {:.0} GB/s = {:.1} {unit} per byte, both measured in this run. \
+         A kernel doing fewer {unit} per byte of HBM traffic than that is memory-bound here.",
+        to_tera(ridge.work_per_second),
+        ridge.gbs,
+        ridge.intensity
+    )
 }
 
 /// A row with the variant's label and nothing measured ("–" everywhere).
@@ -921,16 +863,14 @@ fn not_recorded_row(lab: &LabSpec, name: &str) -> RowView {
 
 fn row_view(
     lab: &LabSpec,
-    results: &LabResults,
+    figures: Option<&Row<'_>>,
     v: &VariantResult,
-    ceiling: Option<f64>,
-    peak: f64,
     columns: &Columns,
 ) -> RowView {
     let dash = || "–".to_string();
     let mut row = RowView {
         kernel: v.kernel.clone(),
-        is_ceiling: results.ceiling.as_deref() == Some(v.name.as_str()),
+        is_ceiling: figures.is_some_and(|f| f.role == Role::Ceiling),
         launch: v
             .launch
             .map_or_else(dash, |l| format!("{} × {}", dims(l.grid), dims(l.block))),
@@ -949,25 +889,11 @@ fn row_view(
         row.occupancy = format!("{:.0} %", r.occupancy * 100.0);
     }
     match &v.outcome {
-        Outcome::Measured { summary, noisy, .. } => {
-            let gbs = v.effective_gbs().unwrap_or(0.0);
-            row.gbs = format!("{gbs:.0}");
-            row.pct_ceiling = ceiling
-                .and_then(|c| percent_of(gbs, c))
-                .map_or_else(dash, |p| format!("{p:.1} %"));
-            row.pct_peak = percent_of(gbs, peak).map_or_else(dash, |p| format!("{p:.1} %"));
-            row.median = format_ms(summary.median_ms);
-            row.spread = format!("{:.1} %", summary.rel_spread * 100.0);
+        Outcome::Measured { noisy, .. } => {
+            if let Some(figures) = figures.and_then(|f| f.figures.as_ref()) {
+                measured_cells(&mut row, figures, columns);
+            }
             row.noisy = *noisy;
-            if let (Some(rate), Some(divisor)) = (v.work_per_second(), columns.rate) {
-                row.rate = format_sig(rate / divisor);
-            }
-            if let Some(median) = v.counter.as_ref().and_then(|c| c.median()) {
-                row.counter = format_sig(median);
-                if let Some(ghz) = columns.sm_clock_ghz {
-                    row.counter_ns = format_sig(median / ghz);
-                }
-            }
         }
         Outcome::WrongResult { mismatch } => {
             row.status = "FAIL".into();
@@ -995,14 +921,22 @@ fn row_view(
     row
 }
 
-/// Three significant figures or a whole number: "37.2", "612", "4139".
-pub fn format_sig(value: f64) -> String {
-    if value.abs() >= 100.0 {
-        format!("{value:.0}")
-    } else if value.abs() >= 10.0 {
-        format!("{value:.1}")
-    } else {
-        format!("{value:.2}")
+/// A measured row's figures, formatted as the table shows them.
+fn measured_cells(row: &mut RowView, figures: &RowFigures, columns: &Columns) {
+    let dash = || "–".to_string();
+    row.gbs = format_gbs(figures.gbs);
+    row.pct_ceiling = figures.pct_ceiling.map_or_else(dash, format_percent);
+    row.pct_peak = figures.pct_peak.map_or_else(dash, format_percent);
+    row.median = format_ms(figures.median_ms);
+    row.spread = format_percent(figures.rel_spread * 100.0);
+    if let (Some(rate), Some(divisor)) = (figures.rate, columns.rate) {
+        row.rate = format_sig(rate / divisor);
+    }
+    if let Some(median) = figures.counter {
+        row.counter = format_sig(median);
+    }
+    if let Some(ns) = figures.counter_ns {
+        row.counter_ns = format_sig(ns);
     }
 }
 
@@ -1014,83 +948,7 @@ fn dims(d: [u32; 3]) -> String {
     }
 }
 
-/// "n = 8192, tile = 32".
-pub fn format_params(params: &kernelbook_core::expr::Params) -> String {
-    if params.is_empty() {
-        return "no parameters".into();
-    }
-    params
-        .iter()
-        .map(|(k, v)| format!("{k} = {v}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A kernel time at a readable scale: "152.3 µs", "1.204 ms".
-pub fn format_ms(ms: f64) -> String {
-    if ms < 1.0 {
-        format!("{:.1} µs", ms * 1000.0)
-    } else {
-        format!("{ms:.3} ms")
-    }
-}
-
 fn format_bytes(bytes: u64) -> String {
     // Exact bytes: the point of the column is often a difference of a few words (the +1 pad).
     format!("{bytes} B")
-}
-
-/// The compiled templates.
-#[derive(Debug)]
-pub struct Templates {
-    handlebars: Handlebars<'static>,
-}
-
-impl Templates {
-    pub fn new() -> Self {
-        let mut handlebars = Handlebars::new();
-        handlebars.set_strict_mode(true);
-        // The template is part of the binary; a syntax error in it is a bug caught by the tests.
-        for (name, text) in [
-            ("lab", LAB_TEMPLATE),
-            ("chart", CHART_TEMPLATE),
-            ("chart-paint", CHART_PAINT_TEMPLATE),
-            ("diagram", DIAGRAM_TEMPLATE),
-            ("diagram-svg", DIAGRAM_SVG_TEMPLATE),
-        ] {
-            if let Err(err) = handlebars.register_template_string(name, text) {
-                panic!("templates/{name}.hbs does not parse: {err}");
-            }
-        }
-        Templates { handlebars }
-    }
-
-    /// The lab's HTML. It holds no blank line, so markdown keeps it as one HTML block.
-    pub fn render_lab(&self, view: &LabView) -> Result<String, handlebars::RenderError> {
-        Ok(without_blank_lines(&self.handlebars.render("lab", view)?))
-    }
-
-    /// A diagram's figure (`templates/diagram.hbs`), with no blank line either.
-    pub fn render_diagram(
-        &self,
-        view: &crate::diagram::view::DiagramView,
-    ) -> Result<String, handlebars::RenderError> {
-        Ok(without_blank_lines(
-            &self.handlebars.render("diagram", view)?,
-        ))
-    }
-}
-
-/// `html` without its blank lines: markdown ends an HTML block at the first one.
-fn without_blank_lines(html: &str) -> String {
-    html.lines()
-        .filter(|l| !l.trim().is_empty())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-impl Default for Templates {
-    fn default() -> Self {
-        Self::new()
-    }
 }

@@ -123,17 +123,16 @@ pub fn scan_chapter_lines(
 fn scan(chapter: &Chapter<'_>) -> Result<ChapterScan, ScanError> {
     let code = scan_code(chapter)?;
     let found = scan_directives(chapter, &code)?;
-    let figures = scan_figures(chapter, &code)?;
     let mut scan = ChapterScan {
         kernels: code.kernels,
-        figures,
         ..ChapterScan::default()
     };
     for directive in found {
         match directive {
-            Found::Lab(lab) => scan.directives.push(lab),
-            Found::Diagram(diagram) => scan.diagrams.push(diagram),
-            Found::Comparison(comparison) => scan.comparisons.push(comparison),
+            AnyDirective::Lab(lab) => scan.directives.push(lab),
+            AnyDirective::Diagram(diagram) => scan.diagrams.push(diagram),
+            AnyDirective::Comparison(comparison) => scan.comparisons.push(comparison),
+            AnyDirective::Figure(figure) => scan.figures.push(figure),
         }
     }
     Ok(scan)
@@ -355,8 +354,8 @@ fn scan_code(chapter: &Chapter<'_>) -> Result<Code, ScanError> {
 
 /// The kernel a finished code block defines, if its info string names one.
 fn kernel_block(chapter: &Chapter<'_>, block: OpenBlock) -> Result<Option<KernelBlock>, ScanError> {
-    let Some((name, language)) =
-        parse_info(&block.info).map_err(|message| chapter.error(block.range.start, message))?
+    let Some((name, language)) = parse_info(&block.info)
+        .map_err(|error| chapter.error(block.range.start, error.to_string()))?
     else {
         return Ok(None);
     };
@@ -377,33 +376,41 @@ fn kernel_block(chapter: &Chapter<'_>, block: OpenBlock) -> Result<Option<Kernel
 }
 
 /// A directive found in the text: a lab's, a diagram's or the GPUs' comparison.
-enum Found {
+/// Every directive of ours, one variant per kind, as the one pass over a chapter finds them.
+/// A new directive is a variant here, its parser (called from [`parse_any_directive`]), its
+/// view, and its arm in [`scan`].
+enum AnyDirective {
     Lab(Directive),
     Diagram(DiagramDirective),
     Comparison(ComparisonDirective),
+    /// A figure in the prose: inline, so it may stand in a table and has no place of its own.
+    Figure(FigureDirective),
 }
 
-impl Found {
+impl AnyDirective {
     fn range(&self) -> &Range<usize> {
         match self {
-            Found::Lab(d) => &d.range,
-            Found::Diagram(d) => &d.range,
-            Found::Comparison(d) => &d.range,
+            AnyDirective::Lab(d) => &d.range,
+            AnyDirective::Diagram(d) => &d.range,
+            AnyDirective::Comparison(d) => &d.range,
+            AnyDirective::Figure(d) => &d.range,
         }
     }
 
+    /// Sets where a block directive stands (a figure is inline: it has no place).
     fn set_place(&mut self, place: Place) {
         match self {
-            Found::Lab(d) => d.place = place,
-            Found::Diagram(d) => d.place = place,
-            Found::Comparison(d) => d.place = place,
+            AnyDirective::Lab(d) => d.place = place,
+            AnyDirective::Diagram(d) => d.place = place,
+            AnyDirective::Comparison(d) => d.place = place,
+            AnyDirective::Figure(_) => {}
         }
     }
 }
 
-/// Every `{{#lab NAME}}` and diagram directive outside code; another preprocessor's
-/// `{{#...}}` (`{{#include}}`, `{{#labels}}`) is skipped.
-fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<Found>, ScanError> {
+/// Every directive of ours outside code, in one pass; another preprocessor's `{{#...}}`
+/// (`{{#include}}`, `{{#labels}}`) is skipped.
+fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<AnyDirective>, ScanError> {
     let code_ranges = &code.code_ranges;
     let content = chapter.content;
     let mut found_all = Vec::new();
@@ -415,6 +422,15 @@ fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<Found>, Sca
             .origins
             .is_some_and(|origins| origins.escaped.contains(&start));
         if escaped || code_ranges.iter().any(|r| r.contains(&start)) {
+            continue;
+        }
+        if figures::OPENINGS
+            .iter()
+            .any(|open| content[start..].starts_with(open))
+        {
+            let figure = parse_figure(chapter, code, start)?;
+            search_from = figure.range.end;
+            found_all.push(AnyDirective::Figure(figure));
             continue;
         }
         let Some(mut directive) = parse_any_directive(chapter, start)? else {
@@ -435,63 +451,55 @@ fn scan_directives(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<Found>, Sca
     Ok(found_all)
 }
 
-/// Every `{{#value ...}}` and `{{#ratio ...}}` outside code, parsed; a malformed one is an
-/// error at its line.
-fn scan_figures(chapter: &Chapter<'_>, code: &Code) -> Result<Vec<FigureDirective>, ScanError> {
+/// The figure directive (`{{#value ...}}`, `{{#ratio ...}}`, …) that opens at `start`, outside
+/// code; a malformed one, or one inside `$…$` math, is an error at its line.
+fn parse_figure(
+    chapter: &Chapter<'_>,
+    code: &Code,
+    start: usize,
+) -> Result<FigureDirective, ScanError> {
     let content = chapter.content;
-    let mut starts: Vec<usize> = figures::OPENINGS
-        .iter()
-        .flat_map(|open| content.match_indices(open).map(|(at, _)| at))
-        .collect();
-    starts.sort_unstable();
-    let mut found = Vec::new();
-    for start in starts {
-        let escaped = chapter
-            .origins
-            .is_some_and(|origins| origins.escaped.contains(&start));
-        if escaped || code.code_ranges.iter().any(|r| r.contains(&start)) {
-            continue;
-        }
-        if code.math_ranges.iter().any(|r| r.contains(&start)) {
-            return Err(chapter.error(
-                start,
-                "a figure directive cannot stand inside `$…$` math (KaTeX would typeset its HTML): put the figure in the sentence, and keep the math symbolic",
-            ));
-        }
-        let Some(close) = closing_on_line(content, start) else {
-            return Err(chapter.error(
-                start,
-                "a figure directive is not closed with `}}` on its line",
-            ));
-        };
-        let range = start..start + close + 2;
-        let query = figures::Query::parse(&content[range.clone()])
-            .map_err(|message| chapter.error(start, message))?;
-        found.push(FigureDirective {
-            query,
-            range,
-            location: chapter.at(start),
-        });
+    if code.math_ranges.iter().any(|r| r.contains(&start)) {
+        return Err(chapter.error(
+            start,
+            "a figure directive cannot stand inside `$…$` math (KaTeX would typeset its HTML): put the figure in the sentence, and keep the math symbolic",
+        ));
     }
-    Ok(found)
+    let Some(close) = closing_on_line(content, start) else {
+        return Err(chapter.error(
+            start,
+            "a figure directive is not closed with `}}` on its line",
+        ));
+    };
+    let range = start..start + close + 2;
+    let query = figures::Query::parse(&content[range.clone()])
+        .map_err(|error| chapter.error(start, error.to_string()))?;
+    Ok(FigureDirective {
+        query,
+        range,
+        location: chapter.at(start),
+    })
 }
 
 /// The directive of ours that opens at `start` (`{{#lab ...}}`, `{{#warp-access ...}}`,
 /// `{{#banks ...}}`), or `None` for another preprocessor's.
-fn parse_any_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Found>, ScanError> {
+fn parse_any_directive(
+    chapter: &Chapter<'_>,
+    start: usize,
+) -> Result<Option<AnyDirective>, ScanError> {
     let after = &chapter.content[start + DIRECTIVE_START.len()..];
     let name_len = after
         .find(|c: char| c.is_whitespace() || c == '}')
         .unwrap_or(after.len());
     let name = &after[..name_len];
     if name == LAB_DIRECTIVE {
-        return Ok(parse_directive(chapter, start)?.map(Found::Lab));
+        return Ok(parse_directive(chapter, start)?.map(AnyDirective::Lab));
     }
     if name == crate::gpus::DIRECTIVE {
-        return parse_comparison(chapter, start).map(|d| Some(Found::Comparison(d)));
+        return parse_comparison(chapter, start).map(|d| Some(AnyDirective::Comparison(d)));
     }
     match DiagramKind::ALL.into_iter().find(|k| k.directive() == name) {
-        Some(kind) => parse_diagram(chapter, start, kind).map(|d| Some(Found::Diagram(d))),
+        Some(kind) => parse_diagram(chapter, start, kind).map(|d| Some(AnyDirective::Diagram(d))),
         None => Ok(None),
     }
 }
@@ -603,11 +611,28 @@ fn parse_directive(chapter: &Chapter<'_>, start: usize) -> Result<Option<Directi
     }))
 }
 
+/// Why a kernel-language block's info string is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InfoError {
+    #[error("unknown attribute `{word}` in the info string `{info}` (these blocks take {takes})")]
+    UnknownAttribute {
+        word: String,
+        info: String,
+        takes: &'static str,
+    },
+    #[error(
+        "{attribute} name `{value}` must be an identifier (a kernel's is its `extern \"C\"` entry point, a reference's its Python function)"
+    )]
+    NotAnIdentifier { attribute: String, value: String },
+    #[error("the info string names a block twice (one `kernel=` or `reference=` per block)")]
+    NamedTwice,
+}
+
 /// Reads a fenced block's info string: `Ok(Some((name, language)))` for a kernel block
 /// (` ```cuda kernel=NAME ` or ` ```python kernel=NAME `) or a NumPy reference
 /// (` ```python reference=NAME `), `Ok(None)` for any other block, `Err` for a kernel-language
 /// block whose attributes are malformed. A Python block with neither is ordinary code to read.
-pub fn parse_info(info: &str) -> Result<Option<(String, Language)>, String> {
+pub fn parse_info(info: &str) -> Result<Option<(String, Language)>, InfoError> {
     let mut words = info.split_whitespace();
     let Some(language) = words.next() else {
         return Ok(None);
@@ -625,26 +650,25 @@ pub fn parse_info(info: &str) -> Result<Option<(String, Language)>, String> {
             "kernel" => Language::Python,
             "reference" if !cuda => Language::PythonReference,
             _ => {
-                let takes = if cuda {
-                    "`kernel=NAME`"
-                } else {
-                    "`kernel=NAME` or `reference=NAME`"
-                };
-                return Err(format!(
-                    "unknown attribute `{word}` in the info string `{info}` (these blocks take {takes})"
-                ));
+                return Err(InfoError::UnknownAttribute {
+                    word: word.to_string(),
+                    info: info.to_string(),
+                    takes: if cuda {
+                        "`kernel=NAME`"
+                    } else {
+                        "`kernel=NAME` or `reference=NAME`"
+                    },
+                });
             }
         };
         if !is_c_identifier(value) {
-            return Err(format!(
-                "{attribute} name `{value}` must be an identifier (a kernel's is its `extern \"C\"` entry point, a reference's its Python function)"
-            ));
+            return Err(InfoError::NotAnIdentifier {
+                attribute: attribute.to_string(),
+                value: value.to_string(),
+            });
         }
         if named.replace((value.to_string(), language)).is_some() {
-            return Err(
-                "the info string names a block twice (one `kernel=` or `reference=` per block)"
-                    .into(),
-            );
+            return Err(InfoError::NamedTwice);
         }
     }
     Ok(named)
@@ -881,6 +905,7 @@ extern \"C\" __global__ void transpose_naive(float *out, const float *in, int n)
         assert!(
             parse_info("cuda kernal=a")
                 .expect_err("typo")
+                .to_string()
                 .contains("kernal")
         );
     }

@@ -63,7 +63,7 @@ fn render(chapter: &str, outcome: Option<LabOutcome>, recorded: Option<LabResult
     };
     diagram::render_one(
         "diagram-test-1",
-        &scan.diagrams[0],
+        (&scan.diagrams[0].spec, &scan.diagrams[0].location),
         &labs(),
         results,
         &Templates::new(),
@@ -327,7 +327,7 @@ fn bad_diagrams_are_reported_at_their_lines() {
             + 1;
         let problems = match BookIndex::build([(Path::new("ch.md"), chapter.as_str())]) {
             Err(errors) => errors.iter().map(ToString::to_string).collect(),
-            Ok(index) => diagram::check_diagrams(&index, &labs()),
+            Ok(index) => mdbook_kernelbook::book::check_diagrams(&index, &labs()),
         };
         assert_eq!(problems.len(), 1, "{directive}: {problems:?}");
         assert!(
@@ -354,7 +354,7 @@ fn an_unprofiled_lab_cannot_give_counters() {
         "{{#banks index=\"t\" lab=profile_transpose variant=tiled}}\n",
     )])
     .expect("scans");
-    let problems = diagram::check_diagrams(&index, &labs);
+    let problems = mdbook_kernelbook::book::check_diagrams(&index, &labs);
     assert_eq!(problems.len(), 1);
     assert!(
         problems[0].contains("is not profiled: set `profile = true`"),

@@ -84,7 +84,7 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 // Re-parsing the markdown after the preprocessor's edits.
 
-use mdbook_kernelbook::preprocessor::{apply_edits, chapter_edits};
+use mdbook_kernelbook::preprocessor::{ChapterHtml, apply_edits, chapter_edits};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use std::collections::BTreeMap;
 
@@ -106,7 +106,16 @@ fn edited(chapter: &str) -> Option<String> {
         .collect();
     Some(apply_edits(
         chapter,
-        chapter_edits(chapter, &scan, &rendered, &[]),
+        chapter_edits(
+            chapter,
+            &scan,
+            &ChapterHtml {
+                labs: &rendered,
+                diagrams: &[],
+                comparisons: &[],
+                figures: &[],
+            },
+        ),
     ))
 }
 

@@ -4,7 +4,9 @@
 
 use crate::plan::{LabPlan, LearnerError};
 use kernelbook_core::exercise::{Baseline, ExerciseSpec};
-use kernelbook_core::results::{FailureStage, LabResults, Mismatch, Outcome, VariantResult};
+use kernelbook_core::results::{
+    FailureStage, LabResults, Mismatch, Outcome, VariantResult, figures,
+};
 use kernelbook_core::spec::LabSpec;
 use kernelbook_core::{KernelSource, SourceLocation};
 use serde::{Deserialize, Serialize};
@@ -326,10 +328,13 @@ pub fn verdict(
             };
         }
     };
-    let speedup = base_ms / your_ms;
+    // A measured time is positive; were it not, the learner's kernel would be infinitely fast.
+    let speedup = figures::speedup(base_ms, your_ms).unwrap_or(f64::INFINITY);
     // How far the solution goes beyond the starter; nothing to say where it is the baseline.
     let solution_speedup = match (&solution.outcome, against) {
-        (Outcome::Measured { summary, .. }, Baseline::Starter) => Some(base_ms / summary.median_ms),
+        (Outcome::Measured { summary, .. }, Baseline::Starter) => {
+            figures::speedup(base_ms, summary.median_ms)
+        }
         _ => None,
     };
     let hint = |generic: &str| spec.hint.clone().unwrap_or_else(|| generic.to_string());

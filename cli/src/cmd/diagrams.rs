@@ -9,7 +9,8 @@ use anyhow::bail;
 use kernelbook_core::results::LabResults;
 use kernelbook_runner::store::stale_kernels;
 use kernelbook_runner::{LabOutcome, Mode};
-use mdbook_kernelbook::diagram::{self, Drawn, Results};
+use mdbook_kernelbook::book as diagram;
+use mdbook_kernelbook::diagram::{Drawn, Results};
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 

@@ -11,6 +11,5 @@ pub mod merge;
 pub mod profile;
 pub mod record;
 pub mod run;
-pub mod serve;
 pub mod slurm;
 pub mod tangle;

@@ -4,7 +4,7 @@
 
 pub mod nvbench;
 
-use kernelbook_core::bandwidth::percent_of;
+use kernelbook_core::results::figures::RowFigures;
 use kernelbook_core::results::{DeviceInfo, LabResults, Outcome};
 
 /// One GPU's results: a folder of recordings.
@@ -69,8 +69,6 @@ pub fn csv_rows(gpu: &GpuResults) -> Vec<Vec<String>> {
     let mut rows = Vec::new();
     for results in &gpu.results {
         let p = &results.provenance;
-        let peak = p.device.theoretical_gbs();
-        let ceiling = results.ceiling_gbs();
         let params = results
             .params
             .iter()
@@ -83,7 +81,8 @@ pub fn csv_rows(gpu: &GpuResults) -> Vec<Vec<String>> {
                 Outcome::Measured { summary, .. } => Some(summary),
                 _ => None,
             };
-            let gbs = v.effective_gbs().filter(|_| v.bytes_moved > 0);
+            // The table's figures; a row that moves no bytes has no bandwidth to show.
+            let figures = RowFigures::of(results, v).filter(|_| v.bytes_moved > 0);
             let status = match &v.outcome {
                 Outcome::Measured { .. } => "measured",
                 Outcome::WrongResult { .. } => "wrong",
@@ -106,9 +105,9 @@ pub fn csv_rows(gpu: &GpuResults) -> Vec<Vec<String>> {
                 number(summary.map(|s| s.min_ms)),
                 number(summary.map(|s| s.max_ms)),
                 number(summary.map(|s| s.rel_spread)),
-                number(gbs),
-                number(gbs.and_then(|g| percent_of(g, peak))),
-                number(gbs.and_then(|g| ceiling.and_then(|c| percent_of(g, c)))),
+                number(figures.as_ref().map(|f| f.gbs)),
+                number(figures.as_ref().and_then(|f| f.pct_peak)),
+                number(figures.as_ref().and_then(|f| f.pct_ceiling)),
                 v.counter
                     .as_ref()
                     .map(|c| c.unit.clone())

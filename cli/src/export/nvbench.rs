@@ -11,7 +11,7 @@
 //! is under `meta.kernelbook`.
 
 use super::GpuResults;
-use kernelbook_core::results::{DeviceInfo, LabResults, Outcome, VariantResult};
+use kernelbook_core::results::{DeviceInfo, LabResults, Outcome, VariantResult, figures};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
@@ -63,7 +63,7 @@ fn device(id: usize, device: Option<&DeviceInfo>) -> Value {
         "global_memory_size": d.memory_bytes,
         "global_memory_bus_peak_clock_rate": d.memory_clock_khz * 1000,
         "global_memory_bus_width": d.bus_width_bits,
-        "global_memory_bus_bandwidth": (d.theoretical_gbs() * 1e9).round() as u64,
+        "global_memory_bus_bandwidth": figures::gbs_to_bytes_per_second(d.theoretical_gbs()).round() as u64,
         "l2_cache_size": d.l2_bytes,
         "shared_memory_per_block": d.max_shared_bytes_per_block,
     })
@@ -259,7 +259,8 @@ fn summaries(results: &LabResults, variant: &VariantResult) -> Vec<Value> {
         ),
     ];
     if variant.bytes_moved > 0 && summary.mean_ms > 0.0 {
-        let bytes_per_second = variant.bytes_moved as f64 / seconds(summary.mean_ms);
+        // nvbench's bandwidth is at the mean time, where the book's tables use the median.
+        let bytes_per_second = figures::per_second(variant.bytes_moved as f64, summary.mean_ms);
         list.push(summary_of(
             "nv/cold/bw/global/bytes_per_second",
             "GlobalMem BW",
@@ -268,7 +269,7 @@ fn summaries(results: &LabResults, variant: &VariantResult) -> Vec<Value> {
             None,
             Data::Float(bytes_per_second),
         ));
-        let peak = results.provenance.device.theoretical_gbs() * 1e9;
+        let peak = figures::gbs_to_bytes_per_second(results.provenance.device.theoretical_gbs());
         if peak > 0.0 {
             list.push(summary_of(
                 "nv/cold/bw/global/utilization",

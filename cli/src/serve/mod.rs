@@ -51,6 +51,21 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, PoisonError, RwLock, mpsc};
 use watch::Watched;
 
+/// `kernelbook serve`'s arguments. (The command lives here rather than in `cmd/`, which this
+/// module builds on: the arrow runs one way, serve → cmd.)
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The port to listen on (on 127.0.0.1 only); a free one by default.
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+}
+
+/// `kernelbook serve`: renders the book, serves it on 127.0.0.1, rebuilds it on every save
+/// (measuring again only the labs whose plan changed) and grades exercises from the page.
+pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    serve(ctx, args.port)
+}
+
 /// What the handlers share.
 #[derive(Debug)]
 pub struct App {

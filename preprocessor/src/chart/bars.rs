@@ -9,7 +9,7 @@ use super::scale::{round, zero_based};
 use super::scene::{
     CHAR_WIDTH, FOREGROUND, MEASURED, PEER, Paint, Rect, Scene, Swatch, WIDTH, hatch,
 };
-use crate::render::format_sig;
+use crate::format::format_sig;
 use kernelbook_core::results::{LabResults, VariantResult};
 use kernelbook_core::spec::LabSpec;
 

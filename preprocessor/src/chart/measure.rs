@@ -2,8 +2,9 @@
 //! own count, or the time), the range its stored samples span, and what kind of row it is.
 
 use kernelbook_core::bandwidth::effective_gbs;
+use kernelbook_core::results::figures::{self, Headline};
 use kernelbook_core::results::{LabResults, Outcome, VariantResult};
-use kernelbook_core::spec::{Builtin, LabSpec};
+use kernelbook_core::spec::LabSpec;
 
 /// A row's median figure and the least and greatest its samples give.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -68,24 +69,16 @@ pub enum Metric {
 }
 
 impl Metric {
-    /// The figure the table leads with: the kernel's own count if the variants report one,
-    /// else their work rate if they declare work (at the table's scale), else effective
-    /// bandwidth if they move bytes, else time.
+    /// The lab's [`Headline`] figure, a rate at the table's scale.
     pub fn of(results: &LabResults) -> Metric {
-        if let Some(unit) = results
-            .variants
-            .iter()
-            .find_map(|v| v.counter.as_ref().map(|c| c.unit.clone()))
-        {
-            return Metric::Counter { unit };
-        }
-        if let Some((divisor, label)) = crate::render::rate_scale(results) {
-            return Metric::Rate { divisor, label };
-        }
-        if results.variants.iter().any(|v| v.bytes_moved > 0) {
-            Metric::Gbs
-        } else {
-            Metric::Time
+        match Headline::of(results) {
+            Headline::Counter(unit) => Metric::Counter { unit: unit.unit },
+            Headline::Rate { .. } => match crate::format::rate_scale(results) {
+                Some((divisor, label)) => Metric::Rate { divisor, label },
+                None => Metric::Time,
+            },
+            Headline::Gbs => Metric::Gbs,
+            Headline::Time => Metric::Time,
         }
     }
 
@@ -124,7 +117,7 @@ impl Metric {
             }
             Metric::Rate { divisor, .. } => {
                 let count = v.work.as_ref()?.count as f64;
-                let rate = |ms: f64| count / (ms / 1000.0) / divisor;
+                let rate = |ms: f64| figures::per_second(count, ms) / divisor;
                 Spread::finite(rate(time.median), rate(time.max), rate(time.min))
             }
             Metric::Gbs => {
@@ -141,7 +134,11 @@ impl Metric {
 pub fn speedup(baseline: &VariantResult, v: &VariantResult) -> Option<Spread> {
     let base = time_spread(baseline)?.median;
     let time = time_spread(v)?;
-    Spread::finite(base / time.median, base / time.max, base / time.min)
+    Spread::finite(
+        figures::speedup(base, time.median)?,
+        figures::speedup(base, time.max)?,
+        figures::speedup(base, time.min)?,
+    )
 }
 
 /// What a row is, for how its bar is drawn.
@@ -155,15 +152,15 @@ pub enum Role {
     Reference,
 }
 
-/// A peer is a row that runs a library's code, not the book's: the vendor BLAS's transpose or
-/// PyTorch's. (A `python_transpose` runs a Triton kernel of the book.)
+/// How a row is drawn: as the chart's reference where it is one, a peer by the one peer rule
+/// ([`figures::Role::of_builtin`]), else as the book's own.
 pub fn role(lab: &LabSpec, name: &str, reference: Option<&str>) -> Role {
     if reference == Some(name) {
         return Role::Reference;
     }
-    match lab.variant(name).and_then(|v| v.builtin) {
-        Some(Builtin::LibraryTranspose | Builtin::TorchTranspose) => Role::Peer,
-        _ => Role::Own,
+    match figures::Role::of_builtin(lab.variant(name).and_then(|v| v.builtin)) {
+        figures::Role::Peer => Role::Peer,
+        figures::Role::Own | figures::Role::Ceiling | figures::Role::Reference => Role::Own,
     }
 }
 
@@ -215,7 +212,7 @@ mod tests {
             unit: "FLOP".into(),
         });
         let rate = Metric::Rate {
-            divisor: 1e12,
+            divisor: crate::format::TERA,
             label: "TFLOP/s".into(),
         };
         let spread = rate.spread(&v).expect("work");

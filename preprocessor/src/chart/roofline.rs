@@ -9,8 +9,8 @@ use super::Beside;
 use super::measure::{Metric, Spread, time_spread};
 use super::scale::{Scale, format_number, format_power, power_span, power_ticks, round};
 use super::scene::{Datum, Dot, FOREGROUND, MEASURED, Paint, Scene, Swatch, WIDTH};
-use crate::render::format_sig;
-use kernelbook_core::results::{LabResults, VariantResult};
+use crate::format::{format_sig, from_giga, to_giga};
+use kernelbook_core::results::{LabResults, VariantResult, figures};
 use kernelbook_core::spec::LabSpec;
 
 const LEFT: f64 = 64.0;
@@ -33,7 +33,7 @@ impl Roof {
         let memory = results.variant(&ridge.memory)?;
         let bytes = memory.bytes_moved as f64;
         let time = time_spread(memory)?;
-        let per_second = |ms: f64| bytes / (ms / 1000.0);
+        let per_second = |ms: f64| figures::per_second(bytes, ms);
         let bandwidth = Spread {
             median: per_second(time.median),
             min: per_second(time.max),
@@ -43,9 +43,9 @@ impl Roof {
         (bandwidth.median > 0.0 && compute.median > 0.0).then_some(Roof { bandwidth, compute })
     }
 
-    /// Work per byte where the slope meets the flat roof.
+    /// Work per byte where the slope meets the flat roof (both medians are positive).
     pub fn ridge(&self) -> f64 {
-        self.compute.median / self.bandwidth.median
+        figures::ridge(self.compute.median, self.bandwidth.median).unwrap_or(f64::NAN)
     }
 
     /// The rate the roofs allow at `intensity` (work per byte).
@@ -127,10 +127,10 @@ pub fn chart(
     let ridge = lab.ridge.as_ref()?;
     let roof = Roof::measured(lab, results)?;
     let unit = results.variant(&ridge.compute)?.work.as_ref()?.unit.clone();
-    let (divisor, rate_label) = crate::render::rate_scale(results)?;
+    let (divisor, rate_label) = crate::format::rate_scale(results)?;
     let recorded = beside.and_then(|b| Some((b.name(), Roof::measured(lab, b.results)?)));
     let kernels = kernels(lab, results);
-    let theoretical = results.provenance.device.theoretical_gbs() * 1e9;
+    let theoretical = from_giga(results.provenance.device.theoretical_gbs());
     let roofs: Vec<&Roof> = [&roof]
         .into_iter()
         .chain(recorded.as_ref().map(|(_, r)| r))
@@ -170,7 +170,7 @@ pub fn chart(
     scene.desc = format!(
         "{}: {:.0} GB/s; {}: {} {}; ridge point {:.1} {} per byte",
         labels.memory,
-        roof.bandwidth.median / 1e9,
+        to_giga(roof.bandwidth.median),
         labels.compute,
         format_sig(roof.compute.median / divisor),
         labels.rate,
@@ -231,7 +231,7 @@ fn legend(recorded: Option<&(String, Roof)>, theoretical: f64) -> Vec<(Swatch, S
         (Swatch::Stroke(roof_paint()), "measured roof".to_string()),
         (
             Swatch::Stroke(theoretical_paint()),
-            format!("theoretical {:.0} GB/s", theoretical / 1e9),
+            format!("theoretical {:.0} GB/s", to_giga(theoretical)),
         ),
         (
             Swatch::Dot(Paint::filled(MEASURED)),
@@ -335,13 +335,13 @@ fn draw_roof(scene: &mut Scene, roof: &Roof, axes: &Axes, labels: &Labels, recor
         tip: format!(
             "{}: {:.0} GB/s (samples {:.0} – {:.0})",
             labels.memory,
-            b.median / 1e9,
-            b.min / 1e9,
-            b.max / 1e9
+            to_giga(b.median),
+            to_giga(b.min),
+            to_giga(b.max)
         ),
     });
     // Below the rising slope, right of its whisker; above the flat roof, at its right end.
-    let words = format!("{:.0} GB/s measured", b.median / 1e9);
+    let words = format!("{:.0} GB/s measured", to_giga(b.median));
     scene.text("roof-label", (x + 8.0, median + 16.0), "start", words);
     let words = format!(
         "{} {} measured",
@@ -476,7 +476,7 @@ work = { count = "8", unit = "FLOP" }
         assert_eq!(kernels.len(), 1, "the copy does no work");
         assert_eq!(kernels[0].intensity, 4000.0);
         let roof = Roof::measured(&lab(), &measured()).expect("roofs");
-        let (x, y) = spans(&[&roof], &kernels, 1e12, 1e12);
+        let (x, y) = spans(&[&roof], &kernels, crate::format::TERA, crate::format::TERA);
         // From the ridge / 16 = 1 up to 4 × 4000: 2^0 to 2^14.
         assert_eq!(x, (0, 14));
         // From the theoretical slope at 1 FLOP per byte (1 TFLOP/s) to twice the roof.

@@ -4,6 +4,8 @@
 //! value is a double-quoted string (`index="t * n"`, no `"` inside), a list in brackets
 //! (`stride=[1, 2, 4]`, `variant=[s1, s2]`) or a bare word (`elem=4`, `op=store`).
 
+use super::error::DirectiveError;
+
 /// One attribute's value as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Value {
@@ -22,13 +24,13 @@ pub struct Attribute {
 
 /// The attributes of a directive, in the order written; every problem is one message saying
 /// what was expected.
-pub fn attributes(text: &str) -> Result<Vec<Attribute>, String> {
+pub fn attributes(text: &str) -> Result<Vec<Attribute>, DirectiveError> {
     let mut rest = text.trim_start();
     let mut found: Vec<Attribute> = Vec::new();
     while !rest.is_empty() {
         let (attribute, after) = attribute(rest)?;
         if found.iter().any(|a| a.name == attribute.name) {
-            return Err(format!("`{}` is given twice", attribute.name));
+            return Err(DirectiveError::Twice(attribute.name));
         }
         found.push(attribute);
         rest = after.trim_start();
@@ -37,21 +39,17 @@ pub fn attributes(text: &str) -> Result<Vec<Attribute>, String> {
 }
 
 /// The attribute at the start of `text`, and what follows it.
-fn attribute(text: &str) -> Result<(Attribute, &str), String> {
+fn attribute(text: &str) -> Result<(Attribute, &str), DirectiveError> {
     let name_len = text
         .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .unwrap_or(text.len());
     let name = &text[..name_len];
     let Some(after) = text[name_len..].strip_prefix('=') else {
         let word = text.split_whitespace().next().unwrap_or(text);
-        return Err(format!(
-            "expected `name=value`, found `{word}` (a value with spaces goes in double quotes: index=\"t * 2\")"
-        ));
+        return Err(DirectiveError::NotAPair(word.to_string()));
     };
     if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
-        return Err(format!(
-            "`{name}` is not an attribute name (letters, digits and `_`, not starting with a digit)"
-        ));
+        return Err(DirectiveError::NotAName(name.to_string()));
     }
     let (value, rest) = value(name, after)?;
     Ok((
@@ -64,37 +62,36 @@ fn attribute(text: &str) -> Result<(Attribute, &str), String> {
 }
 
 /// The value at the start of `text` (just after `name=`), and what follows it.
-fn value<'a>(name: &str, text: &'a str) -> Result<(Value, &'a str), String> {
+fn value<'a>(name: &str, text: &'a str) -> Result<(Value, &'a str), DirectiveError> {
     if let Some(quoted) = text.strip_prefix('"') {
         let end = quoted
             .find('"')
-            .ok_or_else(|| format!("the value of `{name}` opens a `\"` that is not closed"))?;
+            .ok_or_else(|| DirectiveError::UnclosedQuote(name.to_string()))?;
         return Ok((Value::Text(quoted[..end].to_string()), &quoted[end + 1..]));
     }
     if let Some(list) = text.strip_prefix('[') {
         let end = list
             .find(']')
-            .ok_or_else(|| format!("the list of `{name}` opens a `[` that is not closed"))?;
+            .ok_or_else(|| DirectiveError::UnclosedList(name.to_string()))?;
         let items: Vec<String> = list[..end]
             .split(',')
             .map(|item| item.trim().to_string())
             .collect();
         if items.iter().any(String::is_empty) {
-            return Err(format!(
-                "the list of `{name}` has an empty item: write it as [1, 2, 4]"
-            ));
+            return Err(DirectiveError::EmptyItem(name.to_string()));
         }
         return Ok((Value::List(items), &list[end + 1..]));
     }
     let end = text.find(|c: char| c.is_whitespace()).unwrap_or(text.len());
     let word = &text[..end];
     if word.is_empty() {
-        return Err(format!("`{name}=` has no value"));
+        return Err(DirectiveError::NoValue(name.to_string()));
     }
     if word.contains(['"', '[', ']']) {
-        return Err(format!(
-            "the value of `{name}`, `{word}`, must be a word, a \"quoted string\" or a [list]"
-        ));
+        return Err(DirectiveError::NotAWord {
+            name: name.to_string(),
+            word: word.to_string(),
+        });
     }
     Ok((Value::Text(word.to_string()), &text[end..]))
 }
@@ -143,7 +140,7 @@ mod tests {
             ("a=b\"c", "must be a word"),
         ];
         for (input, expected) in cases {
-            let err = attributes(input).expect_err(input);
+            let err = attributes(input).expect_err(input).to_string();
             assert!(err.contains(expected), "{input}: {err}");
         }
     }

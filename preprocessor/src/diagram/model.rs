@@ -64,7 +64,8 @@ mod tests {
     use crate::diagram::directive::attributes;
 
     fn panels(kind: DiagramKind, text: &str) -> Result<Vec<Panel>, String> {
-        evaluate(&DiagramSpec::from_attributes(kind, &attributes(text)?)?)
+        let attributes = attributes(text).map_err(|e| e.to_string())?;
+        evaluate(&DiagramSpec::from_attributes(kind, &attributes).map_err(|e| e.to_string())?)
     }
 
     #[test]

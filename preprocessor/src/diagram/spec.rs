@@ -3,6 +3,7 @@
 //! counters are set beside the prediction.
 
 use super::directive::{Attribute, Value};
+use super::error::DirectiveError;
 use kernelbook_core::access::{LANE_VARIABLE, Pattern, Unit, WARP_LANES};
 use kernelbook_core::expr::{Expr, Params};
 
@@ -100,27 +101,30 @@ const KEYS: &[&str] = &[
 impl DiagramSpec {
     /// Reads the attributes of a `kind` directive. Only what the attributes say is checked here;
     /// whether the pattern evaluates, and whether the lab exists, are checked with the book.
-    pub fn from_attributes(kind: DiagramKind, attributes: &[Attribute]) -> Result<Self, String> {
-        let text = |name: &str| -> Result<Option<String>, String> {
+    pub fn from_attributes(
+        kind: DiagramKind,
+        attributes: &[Attribute],
+    ) -> Result<Self, DirectiveError> {
+        let text = |name: &str| -> Result<Option<String>, DirectiveError> {
             match attributes.iter().find(|a| a.name == name).map(|a| &a.value) {
                 None => Ok(None),
                 Some(Value::Text(text)) => Ok(Some(text.clone())),
                 Some(Value::List(_)) if name == "variant" => Ok(None),
-                Some(Value::List(_)) => Err(format!("`{name}` takes one value, not a list")),
+                Some(Value::List(_)) => Err(DirectiveError::NotAList(name.to_string())),
             }
         };
         let pattern = pattern(kind, &text("index")?, &text("addr")?)?;
         let elem = integer_attribute("elem", text("elem")?, 4)?;
         let lanes = integer_attribute("lanes", text("lanes")?, WARP_LANES as i64)?;
         let pattern = Pattern {
-            elem_bytes: u64::try_from(elem).map_err(|_| "`elem` must be positive".to_string())?,
+            elem_bytes: u64::try_from(elem).map_err(|_| DirectiveError::NotPositive("elem"))?,
             ..pattern
         }
-        .with_lanes(usize::try_from(lanes).map_err(|_| "`lanes` must be positive".to_string())?);
+        .with_lanes(usize::try_from(lanes).map_err(|_| DirectiveError::NotPositive("lanes"))?);
         let op = match text("op")?.as_deref() {
             None | Some("load") => MemoryOp::Load,
             Some("store") => MemoryOp::Store,
-            Some(other) => return Err(format!("`op` is `load` or `store`, not `{other}`")),
+            Some(other) => return Err(DirectiveError::NotAnOp(other.to_string())),
         };
         let (values, sweep) = named_values(attributes)?;
         let profiled = profiled_row(attributes, text("lab")?, sweep.as_ref())?;
@@ -171,40 +175,38 @@ fn pattern(
     kind: DiagramKind,
     index: &Option<String>,
     addr: &Option<String>,
-) -> Result<Pattern, String> {
+) -> Result<Pattern, DirectiveError> {
     let (expr, unit) = match (index, addr) {
         (Some(index), None) => (index, Unit::Element),
         (None, Some(addr)) => (addr, Unit::Byte),
-        (Some(_), Some(_)) => {
-            return Err(
-                "give `index` (an element index) or `addr` (a byte address), not both".into(),
-            );
-        }
-        (None, None) => {
-            return Err(format!(
-                "`{{{{#{}}}}}` needs the access pattern: index=\"EXPR\" (lane t's element index) or addr=\"EXPR\" (its byte address)",
-                kind.directive()
-            ));
-        }
+        (Some(_), Some(_)) => return Err(DirectiveError::IndexAndAddr),
+        (None, None) => return Err(DirectiveError::NoPattern(kind.directive())),
     };
     Ok(Pattern::new(Expr::new(expr.as_str()), unit, 4))
 }
 
-fn integer_attribute(name: &str, text: Option<String>, default: i64) -> Result<i64, String> {
+fn integer_attribute(
+    name: &str,
+    text: Option<String>,
+    default: i64,
+) -> Result<i64, DirectiveError> {
     match text {
         None => Ok(default),
         Some(text) => parse_integer(name, &text),
     }
 }
 
-fn parse_integer(name: &str, text: &str) -> Result<i64, String> {
+fn parse_integer(name: &str, text: &str) -> Result<i64, DirectiveError> {
     text.replace('_', "")
         .parse()
-        .map_err(|_| format!("`{name}` must be an integer, not `{text}`"))
+        .map_err(|_| DirectiveError::NotAnInteger {
+            name: name.to_string(),
+            text: text.to_string(),
+        })
 }
 
 /// The named values (every attribute that is not a key) and the one that is a list, if any.
-fn named_values(attributes: &[Attribute]) -> Result<(Params, Option<Sweep>), String> {
+fn named_values(attributes: &[Attribute]) -> Result<(Params, Option<Sweep>), DirectiveError> {
     let mut values = Params::new();
     let mut sweep: Option<Sweep> = None;
     for attribute in attributes
@@ -213,9 +215,7 @@ fn named_values(attributes: &[Attribute]) -> Result<(Params, Option<Sweep>), Str
     {
         let name = attribute.name.as_str();
         if name == LANE_VARIABLE {
-            return Err(format!(
-                "`{LANE_VARIABLE}` is the lane (0 to 31) and cannot be given a value"
-            ));
+            return Err(DirectiveError::LaneGiven(LANE_VARIABLE));
         }
         let numbers = match &attribute.value {
             Value::Text(text) => vec![parse_integer(name, text).map_err(|_| unknown(name, text))?],
@@ -225,10 +225,7 @@ fn named_values(attributes: &[Attribute]) -> Result<(Params, Option<Sweep>), Str
                 .collect::<Result<Vec<_>, _>>()?,
         };
         if name == "stride" && numbers.iter().any(|s| *s < 1) {
-            return Err(
-                "a stride must be at least 1 (with a stride of 0 every lane reads the same element: write that pattern without `t`, e.g. index=\"0\", to show a broadcast)"
-                    .into(),
-            );
+            return Err(DirectiveError::StrideBelowOne);
         }
         match &attribute.value {
             Value::Text(_) => {
@@ -236,9 +233,10 @@ fn named_values(attributes: &[Attribute]) -> Result<(Params, Option<Sweep>), Str
             }
             Value::List(_) => {
                 if let Some(Sweep { name: first, .. }) = &sweep {
-                    return Err(format!(
-                        "only one value may be a list (one diagram per value); `{first}` and `{name}` both are"
-                    ));
+                    return Err(DirectiveError::TwoLists {
+                        first: first.clone(),
+                        second: name.to_string(),
+                    });
                 }
                 sweep = Some(Sweep {
                     name: name.to_string(),
@@ -251,11 +249,12 @@ fn named_values(attributes: &[Attribute]) -> Result<(Params, Option<Sweep>), Str
 }
 
 /// The message for an attribute that is neither a key nor an integer value.
-fn unknown(name: &str, text: &str) -> String {
-    format!(
-        "`{name}={text}`: `{name}` is not one of {} and a named value must be an integer",
-        KEYS.join(", ")
-    )
+fn unknown(name: &str, text: &str) -> DirectiveError {
+    DirectiveError::Unknown {
+        name: name.to_string(),
+        text: text.to_string(),
+        keys: KEYS.join(", "),
+    }
 }
 
 /// `lab=NAME variant=NAME` (or `variant=[...]`, one per value of the list), both or neither.
@@ -263,7 +262,7 @@ fn profiled_row(
     attributes: &[Attribute],
     lab: Option<String>,
     sweep: Option<&Sweep>,
-) -> Result<Option<ProfiledRow>, String> {
+) -> Result<Option<ProfiledRow>, DirectiveError> {
     let variants = match attributes
         .iter()
         .find(|a| a.name == "variant")
@@ -274,10 +273,10 @@ fn profiled_row(
         Some(Value::List(list)) => {
             let values = sweep.map_or(0, |sweep| sweep.values.len());
             if list.len() != values {
-                return Err(format!(
-                    "`variant` lists {} variants; it needs one per value of the list ({values})",
-                    list.len()
-                ));
+                return Err(DirectiveError::VariantCount {
+                    listed: list.len(),
+                    values,
+                });
             }
             Some(list.clone())
         }
@@ -285,10 +284,8 @@ fn profiled_row(
     match (lab, variants) {
         (None, None) => Ok(None),
         (Some(lab), Some(variants)) => Ok(Some(ProfiledRow { lab, variants })),
-        (Some(lab), None) => Err(format!(
-            "`lab={lab}` needs `variant=NAME`: the row whose counters sit beside the diagram"
-        )),
-        (None, Some(_)) => Err("`variant` needs `lab=NAME`, the lab it is a row of".into()),
+        (Some(lab), None) => Err(DirectiveError::LabWithoutVariant(lab)),
+        (None, Some(_)) => Err(DirectiveError::VariantWithoutLab),
     }
 }
 
@@ -298,7 +295,8 @@ mod tests {
     use crate::diagram::directive::attributes;
 
     fn spec(kind: DiagramKind, text: &str) -> Result<DiagramSpec, String> {
-        DiagramSpec::from_attributes(kind, &attributes(text)?)
+        let attributes = attributes(text).map_err(|e| e.to_string())?;
+        DiagramSpec::from_attributes(kind, &attributes).map_err(|e| e.to_string())
     }
 
     #[test]

@@ -4,6 +4,7 @@
 //! recording lacks (recorded before the runner read it) or an architecture without a cited
 //! constant is a gap, never a number from another GPU.
 
+use super::{Gap, ParseError};
 use kernelbook_core::peaks;
 use kernelbook_core::results::DeviceInfo;
 
@@ -44,7 +45,7 @@ enum Format {
     Sig,
 }
 
-type Value = fn(&DeviceInfo) -> Result<f64, String>;
+type Value = fn(&DeviceInfo) -> Result<f64, Gap>;
 
 const PROPERTIES: [(&str, Property, Format, Value); 16] = [
     ("sms", Property::Sms, Format::Whole, |d| {
@@ -137,38 +138,42 @@ const PROPERTIES: [(&str, Property, Format, Value); 16] = [
 
 const MIB: f64 = 1024.0 * 1024.0;
 
-fn reported(value: f64, what: &str) -> Result<f64, String> {
+fn reported(value: f64, what: &'static str) -> Result<f64, Gap> {
     if value > 0.0 {
         Ok(value)
     } else {
-        Err(format!("the driver did not report the {what}"))
+        Err(Gap::NotReported(what))
     }
 }
 
-fn unrecorded(what: &str) -> String {
-    format!("the results do not record the {what} (recorded before the runner read it)")
+fn unrecorded(what: &'static str) -> Gap {
+    Gap::NotRecorded(what)
+}
+
+fn not_cited(what: &'static str, d: &DeviceInfo) -> Gap {
+    Gap::NotCited {
+        what,
+        arch: d.arch.clone(),
+        name: d.name.clone(),
+    }
 }
 
 /// The bank layout of [`peaks::SHARED_BANKS`] is NVIDIA's, cited for NVIDIA GPUs only.
-fn nvidia(d: &DeviceInfo) -> Result<&DeviceInfo, String> {
+fn nvidia(d: &DeviceInfo) -> Result<&DeviceInfo, Gap> {
     if d.backend == "cuda" {
         Ok(d)
     } else {
-        Err(format!(
-            "no cited shared-memory bank layout for {} ({})",
-            d.arch, d.name
-        ))
+        Err(not_cited("shared-memory bank layout", d))
     }
 }
 
-fn lanes(d: &DeviceInfo) -> Result<u32, String> {
-    peaks::fp32_lanes_per_sm(d)
-        .ok_or_else(|| format!("no cited FP32 lane count for {} ({})", d.arch, d.name))
+fn lanes(d: &DeviceInfo) -> Result<u32, Gap> {
+    peaks::fp32_lanes_per_sm(d).ok_or_else(|| not_cited("FP32 lane count", d))
 }
 
 impl Property {
     /// The property a directive names; `None` names the GPU.
-    pub fn parse(word: Option<&str>) -> Result<Property, String> {
+    pub fn parse(word: Option<&str>) -> Result<Property, ParseError> {
         let Some(word) = word else {
             return Ok(Property::Name);
         };
@@ -181,22 +186,26 @@ impl Property {
             .map(|(_, property, ..)| *property)
             .ok_or_else(|| {
                 let names: Vec<&str> = PROPERTIES.iter().map(|(name, ..)| *name).collect();
-                format!(
-                    "unknown device property `{word}` (properties: name, {})",
-                    names.join(", ")
-                )
+                ParseError::UnknownProperty {
+                    word: word.to_string(),
+                    names: names.join(", "),
+                }
             })
     }
 
     /// The property of `device`, as the page shows it (the name unescaped).
-    pub fn text(self, device: &DeviceInfo) -> Result<String, String> {
+    pub fn text(self, device: &DeviceInfo) -> Result<String, Gap> {
         if self == Property::Name {
             return Ok(device.name.clone());
         }
         let (_, _, format, value) = PROPERTIES
             .iter()
             .find(|(_, property, ..)| *property == self)
-            .ok_or("a property without a definition")?;
+            .ok_or(Gap::NotCited {
+                what: "definition of this property",
+                arch: device.arch.clone(),
+                name: device.name.clone(),
+            })?;
         let value = value(device)?;
         Ok(match format {
             Format::Whole => format!("{value:.0}"),
@@ -220,7 +229,8 @@ mod tests {
     }
 
     fn text(word: &str, device: &DeviceInfo) -> Result<String, String> {
-        Property::parse(Some(word))?.text(device)
+        let property = Property::parse(Some(word)).map_err(|e| e.to_string())?;
+        property.text(device).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -265,7 +275,9 @@ mod tests {
         d.backend = "hip".into();
         let err = text("smem_tbs", &d).expect_err("not NVIDIA's banks");
         assert!(err.contains("no cited shared-memory bank layout"), "{err}");
-        let err = Property::parse(Some("speed")).expect_err("unknown");
+        let err = Property::parse(Some("speed"))
+            .expect_err("unknown")
+            .to_string();
         assert!(err.contains("unknown device property `speed`"), "{err}");
     }
 }

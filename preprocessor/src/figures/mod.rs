@@ -21,13 +21,15 @@
 //! [`crate::scan`], and which results they read by [`crate::preprocessor`].
 
 use kernelbook_core::SourceLocation;
-use kernelbook_core::bandwidth::percent_of;
+use kernelbook_core::results::figures::{self, RowFigures};
 use kernelbook_core::results::{KernelProfile, LabResults, Outcome, VariantResult};
 use std::ops::Range;
 
 pub mod device;
+pub mod error;
 
 pub use device::Property;
+pub use error::{Gap, ParseError};
 
 /// The directives' openings, as they are searched for.
 pub const OPENINGS: [&str; 5] = [
@@ -102,20 +104,26 @@ impl Scale {
     pub const ONE: Scale = Scale { times: 1, over: 1 };
 
     /// `* 4 / 1000` (operators and numbers as separate words), or nothing.
-    fn parse(words: &[&str]) -> Result<Scale, String> {
-        let usage = "a value's scale is `* N` and `/ N` with whole numbers, e.g. `{{#value lab.row.rate * 4 / 1000}}`";
+    fn parse(words: &[&str]) -> Result<Scale, ParseError> {
+        let usage = ParseError::Usage(
+            "a value's scale is `* N` and `/ N` with whole numbers, e.g. `{{#value lab.row.rate * 4 / 1000}}`",
+        );
         if !words.len().is_multiple_of(2) {
-            return Err(usage.into());
+            return Err(usage);
         }
         let mut scale = Scale::ONE;
         for pair in words.chunks(2) {
-            let number: u64 = pair[1].parse().ok().filter(|&n| n > 0).ok_or(usage)?;
+            let number: u64 = pair[1]
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or(usage.clone())?;
             let side = match pair[0] {
                 "*" => &mut scale.times,
                 "/" => &mut scale.over,
-                _ => return Err(usage.into()),
+                _ => return Err(usage),
             };
-            *side = side.checked_mul(number).ok_or(usage)?;
+            *side = side.checked_mul(number).ok_or(usage.clone())?;
         }
         Ok(scale)
     }
@@ -172,14 +180,17 @@ impl Field {
             .map_or("?", |(name, _)| name)
     }
 
-    fn parse(word: &str) -> Result<Field, String> {
+    fn parse(word: &str) -> Result<Field, ParseError> {
         Field::NAMES
             .iter()
             .find(|(name, _)| *name == word)
             .map(|(_, field)| *field)
             .ok_or_else(|| {
                 let names: Vec<&str> = Field::NAMES.iter().map(|(n, _)| *n).collect();
-                format!("unknown field `{word}` (fields: {})", names.join(", "))
+                ParseError::UnknownField {
+                    word: word.to_string(),
+                    names: names.join(", "),
+                }
             })
     }
 }
@@ -187,11 +198,11 @@ impl Field {
 impl Query {
     /// Parses a whole directive, `{{#value ...}}`, `{{#ratio ...}}`, `{{#device ...}}`,
     /// `{{#ridge ...}}` or `{{#claim ...}}`.
-    pub fn parse(directive: &str) -> Result<Query, String> {
+    pub fn parse(directive: &str) -> Result<Query, ParseError> {
         let body = directive
             .strip_prefix("{{#")
             .and_then(|rest| rest.strip_suffix("}}"))
-            .ok_or_else(|| format!("`{directive}` is not a directive"))?;
+            .ok_or_else(|| ParseError::NotADirective(directive.to_string()))?;
         let mut words = body.split_whitespace();
         let kind = words.next().unwrap_or_default();
         let words: Vec<&str> = words.collect();
@@ -201,9 +212,11 @@ impl Query {
                 let (lab, top) = row(top)?;
                 let (other, bottom) = row(bottom)?;
                 if lab != other {
-                    return Err(format!(
-                        "a ratio compares two rows of one lab (`{lab}` and `{other}`)"
-                    ));
+                    return Err(ParseError::TwoLabs {
+                        what: "ratio compares",
+                        lab,
+                        other,
+                    });
                 }
                 let field = rest.first().map_or(Ok(Field::Gbs), |f| Field::parse(f))?;
                 Ok(Query::Ratio {
@@ -219,19 +232,16 @@ impl Query {
             }),
             ("ridge", [compute, memory]) => parse_ridge(compute, memory),
             ("claim", words) => parse_claim(words),
-            ("device", _) => Err(
-                "`{{#device}}` takes a lab and an optional property: `{{#device LAB [PROPERTY]}}`"
-                    .into(),
-            ),
-            ("value", _) => Err("`{{#value}}` takes one LAB.VARIANT.FIELD".into()),
-            ("ridge", _) => Err(
-                "`{{#ridge}}` takes a compute row and a bandwidth row of one lab, or `peak`: `{{#ridge LAB.COMPUTE LAB.MEMORY}}`"
-                    .into(),
-            ),
-            _ => Err(
-                "`{{#ratio}}` takes two rows of one lab and an optional field: `{{#ratio LAB.A LAB.B [FIELD]}}`"
-                    .into(),
-            ),
+            ("device", _) => Err(ParseError::Usage(
+                "`{{#device}}` takes a lab and an optional property: `{{#device LAB [PROPERTY]}}`",
+            )),
+            ("value", _) => Err(VALUE_USAGE),
+            ("ridge", _) => Err(ParseError::Usage(
+                "`{{#ridge}}` takes a compute row and a bandwidth row of one lab, or `peak`: `{{#ridge LAB.COMPUTE LAB.MEMORY}}`",
+            )),
+            _ => Err(ParseError::Usage(
+                "`{{#ratio}}` takes two rows of one lab and an optional field: `{{#ratio LAB.A LAB.B [FIELD]}}`",
+            )),
         }
     }
 
@@ -281,21 +291,19 @@ impl Query {
     }
 }
 
+const VALUE_USAGE: ParseError = ParseError::Usage("`{{#value}}` takes one LAB.VARIANT.FIELD");
+
 /// `LAB.VARIANT.FIELD [* N] [/ N]`.
-fn parse_value(path: &str, scale: &[&str]) -> Result<Query, String> {
+fn parse_value(path: &str, scale: &[&str]) -> Result<Query, ParseError> {
     if scale
         .first()
         .is_some_and(|word| *word != "*" && *word != "/")
     {
-        return Err("`{{#value}}` takes one LAB.VARIANT.FIELD".into());
+        return Err(VALUE_USAGE);
     }
     let (lab, variant, field) = match path.split('.').collect::<Vec<_>>()[..] {
         [lab, variant, field] => (lab, variant, field),
-        _ => {
-            return Err(format!(
-                "`{{{{#value {path}}}}}` needs LAB.VARIANT.FIELD, e.g. `{{{{#value transpose.padded.gbs}}}}`"
-            ));
-        }
+        _ => return Err(ParseError::NotAValuePath(path.to_string())),
     };
     Ok(Query::Value {
         lab: name(lab)?,
@@ -306,16 +314,18 @@ fn parse_value(path: &str, scale: &[&str]) -> Result<Query, String> {
 }
 
 /// `LAB.COMPUTE LAB.MEMORY` or `LAB.COMPUTE peak`.
-fn parse_ridge(compute: &str, memory: &str) -> Result<Query, String> {
+fn parse_ridge(compute: &str, memory: &str) -> Result<Query, ParseError> {
     let (lab, compute) = row(compute)?;
     let memory = if memory == "peak" {
         Bandwidth::Peak
     } else {
         let (other, memory) = row(memory)?;
         if other != lab {
-            return Err(format!(
-                "a ridge point divides two rows of one lab (`{lab}` and `{other}`)"
-            ));
+            return Err(ParseError::TwoLabs {
+                what: "ridge point divides",
+                lab,
+                other,
+            });
         }
         Bandwidth::Row(memory)
     };
@@ -327,28 +337,29 @@ fn parse_ridge(compute: &str, memory: &str) -> Result<Query, String> {
 }
 
 /// `LAB.A < LAB.B [< LAB.C ...] [FIELD]`: rows of one lab in increasing order.
-fn parse_claim(words: &[&str]) -> Result<Query, String> {
-    let usage =
-        "`{{#claim LAB.A < LAB.B [< LAB.C ...] [FIELD]}}`: rows of one lab, in increasing order";
+fn parse_claim(words: &[&str]) -> Result<Query, ParseError> {
+    let usage = ParseError::Usage(
+        "`{{#claim LAB.A < LAB.B [< LAB.C ...] [FIELD]}}`: rows of one lab, in increasing order",
+    );
     let (field, words) = match words.split_last() {
         Some((last, rest)) if !last.contains('.') && *last != "<" => (Field::parse(last)?, rest),
         _ => (Field::Gbs, words),
     };
     if words.len() < 3 || words.len() % 2 == 0 {
-        return Err(usage.into());
+        return Err(usage);
     }
     let mut lab = None;
     let mut rows = Vec::new();
     for (i, word) in words.iter().enumerate() {
         if i % 2 == 1 {
             if *word != "<" {
-                return Err(usage.into());
+                return Err(usage);
             }
             continue;
         }
         let (this, variant) = row(word)?;
         if lab.get_or_insert_with(|| this.clone()) != &this {
-            return Err(usage.into());
+            return Err(usage);
         }
         rows.push(variant);
     }
@@ -356,7 +367,7 @@ fn parse_claim(words: &[&str]) -> Result<Query, String> {
     Ok(Query::Claim { lab, rows, field })
 }
 
-fn name(word: &str) -> Result<String, String> {
+fn name(word: &str) -> Result<String, ParseError> {
     let ok = !word.is_empty()
         && word
             .chars()
@@ -364,16 +375,14 @@ fn name(word: &str) -> Result<String, String> {
     if ok {
         Ok(word.to_string())
     } else {
-        Err(format!(
-            "`{word}` is not a lab or variant name (letters, digits, `_` or `-`)"
-        ))
+        Err(ParseError::NotAName(word.to_string()))
     }
 }
 
-fn row(path: &str) -> Result<(String, String), String> {
+fn row(path: &str) -> Result<(String, String), ParseError> {
     match path.split_once('.') {
         Some((lab, variant)) => Ok((name(lab)?, name(variant)?)),
-        None => Err(format!("`{path}` needs LAB.VARIANT")),
+        None => Err(ParseError::NotARow(path.to_string())),
     }
 }
 
@@ -393,14 +402,14 @@ pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> Stri
         ),
         (_, Err(why)) => format!(
             "<span class=\"kernelbook-gap\" title=\"{}\">[no result]</span>",
-            escape(&why)
+            escape(&why.to_string())
         ),
     }
 }
 
 /// The number a query gives, or why there is none.
-pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, String> {
-    let results = results.ok_or_else(|| format!("lab `{}` has no results", query.lab()))?;
+pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Gap> {
+    let results = results.ok_or_else(|| Gap::NoResults(query.lab().to_string()))?;
     match query {
         Query::Value {
             variant,
@@ -416,7 +425,7 @@ pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Str
         } => {
             let ratio = quantity(results, top, *field)? / quantity(results, bottom, *field)?;
             if !ratio.is_finite() {
-                return Err(format!("{top} over {bottom} is not a number"));
+                return Err(Gap::NotANumber(format!("{top} over {bottom}")));
             }
             Ok(format_ratio(ratio))
         }
@@ -426,34 +435,28 @@ pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Str
         Query::Claim { rows, field, .. } => claim(results, rows, *field),
         Query::Ridge {
             compute, memory, ..
-        } => ridge(results, compute, memory).map(crate::render::format_sig),
+        } => ridge(results, compute, memory).map(crate::format::format_sig),
     }
 }
 
 /// Work per byte: `compute`'s work rate over `memory`'s bandwidth.
-fn ridge(results: &LabResults, compute: &str, memory: &Bandwidth) -> Result<f64, String> {
-    let rate = quantity(results, compute, Field::Rate)? * 1e9;
+fn ridge(results: &LabResults, compute: &str, memory: &Bandwidth) -> Result<f64, Gap> {
+    let rate = crate::format::from_giga(quantity(results, compute, Field::Rate)?);
     let gbs = match memory {
         Bandwidth::Row(row) => quantity(results, row, Field::Gbs)?,
         Bandwidth::Peak => results.provenance.device.theoretical_gbs(),
     };
-    let ridge = rate / (gbs * 1e9);
-    if ridge.is_finite() && gbs > 0.0 {
-        Ok(ridge)
-    } else {
-        Err(format!(
-            "`{compute}` over a bandwidth of {gbs} GB/s is not a number"
-        ))
-    }
+    figures::ridge(rate, figures::gbs_to_bytes_per_second(gbs))
+        .ok_or_else(|| Gap::NotANumber(format!("`{compute}` over a bandwidth of {gbs} GB/s")))
 }
 
 /// Nothing where the rows are in the claimed order; otherwise a note with the figures, so the
 /// reader sees that their GPU disagrees with the sentence.
-fn claim(results: &LabResults, rows: &[String], field: Field) -> Result<String, String> {
+fn claim(results: &LabResults, rows: &[String], field: Field) -> Result<String, Gap> {
     let values = rows
         .iter()
         .map(|row| quantity(results, row, field))
-        .collect::<Result<Vec<f64>, String>>()?;
+        .collect::<Result<Vec<f64>, Gap>>()?;
     if values.windows(2).all(|pair| pair[0] < pair[1]) {
         return Ok(String::new());
     }
@@ -470,34 +473,27 @@ fn claim(results: &LabResults, rows: &[String], field: Field) -> Result<String, 
 }
 
 /// `field` of row `variant`, unformatted.
-pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64, String> {
+pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64, Gap> {
     let row = results
         .variant(variant)
-        .ok_or_else(|| format!("`{variant}` was not measured"))?;
-    let Outcome::Measured { summary, .. } = &row.outcome else {
-        return Err(format!("`{variant}` has no measurement ({})", why(row)));
+        .ok_or_else(|| Gap::NotMeasured(variant.to_string()))?;
+    let no_measurement = || Gap::NoMeasurement {
+        variant: variant.to_string(),
+        why: why(row),
     };
-    let missing = |what: &str| format!("`{variant}` has no {what}");
+    let figures = RowFigures::of(results, row).ok_or_else(no_measurement)?;
+    let missing = |what: &'static str| Gap::Missing {
+        variant: variant.to_string(),
+        what,
+    };
     let value = match field {
-        Field::Gbs => row.effective_gbs().ok_or_else(|| missing("bandwidth"))?,
-        Field::Time | Field::Us => summary.median_ms * 1000.0,
-        Field::PctCeiling => {
-            let ceiling = results.ceiling_gbs().ok_or_else(|| missing("ceiling"))?;
-            let gbs = row.effective_gbs().ok_or_else(|| missing("bandwidth"))?;
-            percent_of(gbs, ceiling).ok_or_else(|| missing("ceiling"))?
-        }
-        Field::PctPeak => {
-            let peak = results.provenance.device.theoretical_gbs();
-            let gbs = row.effective_gbs().ok_or_else(|| missing("bandwidth"))?;
-            percent_of(gbs, peak).ok_or_else(|| missing("peak"))?
-        }
-        Field::Counter => row
-            .counter
-            .as_ref()
-            .and_then(|c| c.median())
-            .ok_or_else(|| missing("counter"))?,
-        Field::Rate => row.work_per_second().ok_or_else(|| missing("work"))? / 1e9,
-        Field::Spread => summary.rel_spread * 100.0,
+        Field::Gbs => figures.gbs,
+        Field::Time | Field::Us => figures.median_ms * 1000.0,
+        Field::PctCeiling => figures.pct_ceiling.ok_or_else(|| missing("ceiling"))?,
+        Field::PctPeak => figures.pct_peak.ok_or_else(|| missing("peak"))?,
+        Field::Counter => figures.counter.ok_or_else(|| missing("counter"))?,
+        Field::Rate => crate::format::to_giga(figures.rate.ok_or_else(|| missing("work"))?),
+        Field::Spread => figures.rel_spread * 100.0,
         Field::DramRead => {
             let bytes = profiled(results, variant)?.dram_read_bytes;
             bytes.ok_or_else(|| missing("DRAM bytes read in its profile"))? / 1e6
@@ -511,19 +507,19 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
 }
 
 /// The Nsight Compute counters of `variant`'s launch.
-fn profiled<'r>(results: &'r LabResults, variant: &str) -> Result<&'r KernelProfile, String> {
+fn profiled<'r>(results: &'r LabResults, variant: &str) -> Result<&'r KernelProfile, Gap> {
     let profile = results
         .profile
         .as_ref()
-        .ok_or_else(|| format!("lab `{}` was not profiled here", results.lab))?;
+        .ok_or_else(|| Gap::NotProfiled(results.lab.clone()))?;
     profile
         .kernels
         .iter()
         .find(|kernel| kernel.variant == variant)
         .map(|kernel| &kernel.counters)
-        .ok_or_else(|| match &profile.problem {
-            Some(problem) => format!("`{variant}` has no counters: {problem}"),
-            None => format!("`{variant}` has no counters"),
+        .ok_or_else(|| Gap::NoCounters {
+            variant: variant.to_string(),
+            problem: profile.problem.clone(),
         })
 }
 
@@ -541,10 +537,10 @@ fn why(row: &VariantResult) -> &'static str {
 fn format_field(field: Field, value: f64) -> String {
     match field {
         Field::Gbs => format!("{value:.0}"),
-        Field::Time => crate::render::format_ms(value / 1000.0),
-        Field::Us => crate::render::format_sig(value),
+        Field::Time => crate::format::format_ms(value / 1000.0),
+        Field::Us => crate::format::format_sig(value),
         Field::PctCeiling | Field::PctPeak | Field::Spread => format!("{value:.1} %"),
-        Field::Counter | Field::Rate | Field::DramRead => crate::render::format_sig(value),
+        Field::Counter | Field::Rate | Field::DramRead => crate::format::format_sig(value),
         Field::Sectors => significant(value),
     }
 }
@@ -552,7 +548,7 @@ fn format_field(field: Field, value: f64) -> String {
 /// Three significant figures without trailing zeros: "32", "1.5", "33.5" (a count of sectors, a
 /// device's L2 in MiB).
 fn significant(value: f64) -> String {
-    let text = crate::render::format_sig(value);
+    let text = crate::format::format_sig(value);
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
@@ -621,7 +617,7 @@ mod tests {
             ("{{#ridge a.x b.y}}", "two rows of one lab"),
             ("{{#ridge a.x}}", "takes a compute row"),
         ] {
-            let err = Query::parse(bad).expect_err(bad);
+            let err = Query::parse(bad).expect_err(bad).to_string();
             assert!(err.contains(message), "{bad}: {err}");
         }
     }
@@ -695,7 +691,8 @@ mod tests {
     }
 
     fn shown(directive: &str, results: &LabResults) -> Result<String, String> {
-        figure(&Query::parse(directive)?, Some(results))
+        let query = Query::parse(directive).map_err(|e| e.to_string())?;
+        figure(&query, Some(results)).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -715,7 +712,7 @@ mod tests {
             })
         );
         let tbs = shown("{{#value bank_conflicts.padded.rate * 4 / 1000}}", &results);
-        assert_eq!(tbs, Ok(crate::render::format_sig(rate * 4.0 / 1000.0)));
+        assert_eq!(tbs, Ok(crate::format::format_sig(rate * 4.0 / 1000.0)));
         assert_eq!(tbs.as_deref(), Ok("19.7"));
     }
 
@@ -753,7 +750,8 @@ mod tests {
     #[test]
     fn a_ridge_divides_a_measured_rate_by_a_measured_or_theoretical_bandwidth() {
         let results = recorded("memory_wall");
-        let rate = quantity(&results, "fma", Field::Rate).expect("a rate") * 1e9;
+        let rate =
+            crate::format::from_giga(quantity(&results, "fma", Field::Rate).expect("a rate"));
         let gbs = quantity(&results, "memcpy", Field::Gbs).expect("a bandwidth");
         let peak = results.provenance.device.theoretical_gbs();
         let measured = Query::parse("{{#ridge memory_wall.fma memory_wall.memcpy}}").expect("ok");
@@ -761,13 +759,17 @@ mod tests {
         assert_eq!(measured.variants(), ["fma", "memcpy"]);
         assert_eq!(
             figure(&measured, Some(&results)),
-            Ok(crate::render::format_sig(rate / (gbs * 1e9)))
+            Ok(crate::format::format_sig(
+                rate / crate::format::from_giga(gbs)
+            ))
         );
         let theoretical = Query::parse("{{#ridge memory_wall.fma peak}}").expect("ok");
         assert_eq!(theoretical.kind(), "ridge_peak");
         assert_eq!(
             figure(&theoretical, Some(&results)),
-            Ok(crate::render::format_sig(rate / (peak * 1e9)))
+            Ok(crate::format::format_sig(
+                rate / crate::format::from_giga(peak)
+            ))
         );
         // A row without work has no rate to divide.
         let err = shown("{{#ridge memory_wall.memcpy peak}}", &results).expect_err("no work");

@@ -5,73 +5,21 @@
 //! GPUs this build measured on. A recording of kernels edited since is marked, as in the lab's
 //! own table.
 //!
-//! In data-flow order: [`recorded_columns`] reads the recordings, [`view`] sets the GPUs side by
-//! side (pure), [`chart`] draws each lab's GB/s with a series per GPU, and
-//! `templates/gpus-compared.hbs` renders it.
+//! In data-flow order: `recorded::recorded_columns` reads the recordings (this module does no
+//! I/O), [`view`] sets the GPUs side by side (pure), [`chart`] draws each lab's GB/s with a
+//! series per GPU, and `templates/gpus-compared.hbs` renders it.
 
 pub mod chart;
 pub mod view;
 
-use crate::scan::BookIndex;
-use handlebars::Handlebars;
 use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::LabOutcome;
-use kernelbook_runner::store::{Recordings, gpu_folder_name, stale_kernels};
+use kernelbook_runner::store::gpu_folder_name;
 use std::collections::BTreeMap;
-use view::{ComparisonView, GpuColumn};
+use view::GpuColumn;
 
 /// The directive's name: `{{#gpus-compared}}`.
 pub const DIRECTIVE: &str = "gpus-compared";
-
-const TEMPLATE: &str = include_str!("../../templates/gpus-compared.hbs");
-const CHART_TEMPLATE: &str = include_str!("../../templates/gpus-chart.hbs");
-
-/// A column per GPU folder of `recordings`, holding its recording of each of `labs` (with the
-/// kernels edited since found from `index`). A file that cannot be trusted is left out with a
-/// warning, as the book's own recording would be.
-pub fn recorded_columns(
-    recordings: &Recordings,
-    labs: &[&LabSpec],
-    index: &BookIndex,
-) -> Vec<GpuColumn> {
-    recordings
-        .folders()
-        .into_iter()
-        .map(|folder| {
-            let store = recordings.folder(Some(&folder));
-            let labs = labs
-                .iter()
-                .filter_map(|lab| match store.get(lab) {
-                    Ok(Some(results)) => {
-                        let kernels =
-                            index.kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k));
-                        let stale = stale_kernels(&results, &kernels);
-                        Some((lab.name.clone(), recorded(results, stale)))
-                    }
-                    Ok(None) => None,
-                    Err(distrust) => {
-                        eprintln!("kernelbook: warning: {distrust}");
-                        None
-                    }
-                })
-                .collect();
-            GpuColumn {
-                folder,
-                live: false,
-                labs,
-            }
-        })
-        .collect()
-}
-
-fn recorded(results: kernelbook_core::results::LabResults, stale: Vec<String>) -> LabOutcome {
-    LabOutcome::Recorded {
-        results,
-        why: "recorded".into(),
-        stale_kernels: stale,
-        compile_errors: Vec::new(),
-    }
-}
 
 /// The column of the GPU this build measured on: the labs it measured (cached or now), under
 /// the folder it would record into; `None` where it measured none.
@@ -110,42 +58,6 @@ pub fn compared_labs<'a>(
             .filter(|lab| !order.iter().any(|o| o.name == lab.name)),
     );
     all
-}
-
-/// The comparison's template (and the chart's), apart from the lab templates.
-#[derive(Debug)]
-pub struct Templates {
-    handlebars: Handlebars<'static>,
-}
-
-impl Templates {
-    pub fn new() -> Self {
-        let mut handlebars = Handlebars::new();
-        handlebars.set_strict_mode(true);
-        // The templates are part of the binary; a syntax error in one is a bug the tests catch.
-        for (name, text) in [("gpus-compared", TEMPLATE), ("gpus-chart", CHART_TEMPLATE)] {
-            if let Err(err) = handlebars.register_template_string(name, text) {
-                panic!("templates/{name}.hbs does not parse: {err}");
-            }
-        }
-        Templates { handlebars }
-    }
-
-    /// The comparison's HTML, with no blank line (markdown keeps it one HTML block).
-    pub fn render(&self, view: &ComparisonView) -> Result<String, handlebars::RenderError> {
-        let html = self.handlebars.render("gpus-compared", view)?;
-        Ok(html
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"))
-    }
-}
-
-impl Default for Templates {
-    fn default() -> Self {
-        Self::new()
-    }
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ fn device(name: &str, uuid: &str, peak_gbs: u64) -> DeviceInfo {
         sm_count: 132,
         l2_bytes: 50 << 20,
         memory_bytes: 80 << 30,
-        // peak = clock_khz × 1e3 × 2 × (bus / 8) / 1e9 with a 4096-bit bus: clock = peak / 1.024.
+        // peak = clock_khz × 1000 × 2 × (bus / 8) / 10^9 with a 4096-bit bus: clock = peak / 1.024.
         memory_clock_khz: peak_gbs * 1_000_000 / 1024,
         bus_width_bits: 4096,
         sm_clock_khz: 1_980_000,
@@ -101,7 +101,7 @@ fn column(folder: &str, outcome: Option<LabOutcome>) -> GpuColumn {
 }
 
 fn recorded_outcome(results: LabResults, stale: &[&str]) -> LabOutcome {
-    recorded(results, stale.iter().map(|k| k.to_string()).collect())
+    crate::recorded::recorded_outcome(results, stale.iter().map(|k| k.to_string()).collect())
 }
 
 /// A 4000 GB/s GPU and a 2000 GB/s one: each row's GB/s, against each GPU's own peak and own
@@ -202,7 +202,9 @@ fn the_html_has_a_column_group_and_a_series_per_gpu() {
     let view = comparison_view(&[&lab], &two_gpus());
     assert_eq!(view.gpus[0].peak, "4000 GB/s");
     assert_eq!(view.gpus[1].uuids, "GPU-0a100000");
-    let html = Templates::new().render(&view).expect("renders");
+    let html = crate::templates::Templates::new()
+        .render_comparison(&view)
+        .expect("renders");
     assert!(!html.lines().any(|l| l.trim().is_empty()), "no blank line");
     for needle in [
         "<code>nvidia-h200-882b8b4e</code>",

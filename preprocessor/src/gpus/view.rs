@@ -5,6 +5,7 @@
 
 use crate::render::{LabView, RowView, lab_view};
 use kernelbook_core::results::LabResults;
+use kernelbook_core::results::figures::RowFigures;
 use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::LabOutcome;
 use serde::Serialize;
@@ -179,7 +180,11 @@ pub fn lab_comparison(lab: &LabSpec, gpus: &[GpuColumn]) -> Option<LabComparison
             is_ceiling: lab.ceiling.as_deref() == Some(variant.name.as_str()),
             cells: views
                 .iter()
-                .map(|view| cell(view.as_ref(), &variant.name, bandwidth))
+                .zip(gpus)
+                .map(|(view, gpu)| {
+                    let results = gpu.labs.get(&lab.name).and_then(results_of);
+                    cell(view.as_ref(), results, &variant.name, bandwidth)
+                })
                 .collect(),
         })
         .collect();
@@ -221,7 +226,7 @@ fn lab_column(lab: &LabSpec, gpu: &GpuColumn, view: Option<&LabView>) -> LabColu
     });
     let params = results
         .filter(|r| r.params != lab.params)
-        .map(|r| format!("measured with {}", crate::render::format_params(&r.params)));
+        .map(|r| format!("measured with {}", crate::format::format_params(&r.params)));
     LabColumn {
         folder: gpu.folder.clone(),
         device,
@@ -232,8 +237,9 @@ fn lab_column(lab: &LabSpec, gpu: &GpuColumn, view: Option<&LabView>) -> LabColu
     }
 }
 
-/// The cell of variant `name` from a GPU's view of the lab.
-fn cell(view: Option<&LabView>, name: &str, bandwidth: bool) -> Cell {
+/// The cell of variant `name` from a GPU's view of the lab (its figures as that GPU's table
+/// shows them; the chart's GB/s from its results).
+fn cell(view: Option<&LabView>, results: Option<&LabResults>, name: &str, bandwidth: bool) -> Cell {
     let Some(view) = view else {
         return Cell::problem("–".into());
     };
@@ -253,7 +259,10 @@ fn cell(view: Option<&LabView>, name: &str, bandwidth: bool) -> Cell {
         } else {
             String::new()
         },
-        gbs_value: bandwidth.then(|| row.gbs.parse().ok()).flatten(),
+        gbs_value: results
+            .filter(|_| bandwidth)
+            .and_then(|r| RowFigures::of(r, r.variant(name)?))
+            .map(|figures| figures.gbs),
         pct_peak: row.pct_peak.clone(),
         pct_ceiling: row.pct_ceiling.clone(),
         value: if view.counter_header.is_some() {
