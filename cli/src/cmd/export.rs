@@ -1,6 +1,8 @@
-//! `kernelbook export --format nvbench-json|csv`: the recordings of one GPU or several, in
-//! nvbench's JSON layout (`nvbench-compare a.json b.json` diffs two GPUs) or as CSV.
+//! `kernelbook export --format nvbench-json|csv|sweep-csv`: the recordings of one GPU or
+//! several, in nvbench's JSON layout (`nvbench-compare-robust a.json b.json` diffs two GPUs),
+//! as kernelbook's own CSV, or a lab's sweep as a wide CSV along its axis.
 
+use crate::export::sweep::{Metric, SweepRequest};
 use crate::export::{self, GpuResults};
 use crate::output;
 use crate::project::{Context, Project};
@@ -12,10 +14,13 @@ use std::process::ExitCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
-    /// nvbench's JSON output, file version 1.0.0 (what nvbench-compare reads).
+    /// nvbench's JSON output, file version 1.0.0 (what nvbench-compare-robust and
+    /// nvbench-compare-legacy read).
     NvbenchJson,
-    /// A row per GPU, lab and variant.
+    /// kernelbook's own CSV: a row per GPU, lab and variant, a column per parameter.
     Csv,
+    /// One lab's sweep (`--lab`): a row per value of its axis, a column per series.
+    SweepCsv,
 }
 
 #[derive(Debug, clap::Args)]
@@ -32,6 +37,16 @@ pub struct Args {
     /// Write to FILE instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// The lab whose sweep `--format sweep-csv` exports.
+    #[arg(long, value_name = "LAB", required_if_eq("format", "sweep-csv"))]
+    lab: Option<String>,
+    /// The sweep's axis: a parameter, or an expression over a variant's parameters
+    /// ("size * unit"); the lab's one swept parameter by default.
+    #[arg(long, value_name = "EXPR", requires = "lab")]
+    axis: Option<String>,
+    /// The figure in each cell of the sweep's CSV (GB/s where the lab moves bytes by default).
+    #[arg(long, value_enum, requires = "lab")]
+    metric: Option<Metric>,
 }
 
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
@@ -48,6 +63,14 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             text
         }
         Format::Csv => export::csv_text(&gpus)?,
+        Format::SweepCsv => export::sweep::wide_csv(
+            &gpus,
+            &SweepRequest {
+                lab: args.lab.clone().unwrap_or_default(),
+                axis: args.axis.clone(),
+                metric: args.metric,
+            },
+        )?,
     };
     match &args.output {
         Some(path) => std::fs::write(path, text)

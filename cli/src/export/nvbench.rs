@@ -11,9 +11,10 @@
 //! is under `meta.kernelbook`.
 
 use super::GpuResults;
+use kernelbook_core::expr::Params;
 use kernelbook_core::results::{DeviceInfo, LabResults, Outcome, VariantResult};
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The nvbench JSON file version this layout follows.
 pub const FILE_VERSION: (u32, u32, u32) = (1, 0, 0);
@@ -108,9 +109,20 @@ fn benchmarks(gpus: &[GpuResults]) -> Vec<Value> {
 
 fn benchmark(index: usize, lab: &str, runs: &[(usize, &LabResults)]) -> Value {
     let devices: Vec<usize> = runs.iter().map(|(id, _)| *id).collect();
+    let pow2: BTreeSet<String> = int_axes(runs)
+        .into_iter()
+        .filter(|(_, axis)| axis.pow2())
+        .map(|(name, _)| name)
+        .collect();
     let states: Vec<Value> = runs
         .iter()
-        .flat_map(|(id, results)| results.variants.iter().map(move |v| state(*id, results, v)))
+        .flat_map(|(id, results)| {
+            let pow2 = &pow2;
+            results
+                .variants
+                .iter()
+                .map(move |v| state(*id, results, v, pow2))
+        })
         .collect();
     json!({
         "name": lab,
@@ -123,20 +135,54 @@ fn benchmark(index: usize, lab: &str, runs: &[(usize, &LabResults)]) -> Value {
     })
 }
 
+/// The parameters `variant` ran with: the lab's with its own over them, or only the lab's for a
+/// results file that did not record a variant's own (format 1), whose swept values are unknown.
+fn state_params(results: &LabResults, variant: &VariantResult) -> Params {
+    variant
+        .all_params(&results.params)
+        .unwrap_or_else(|| results.params.clone())
+}
+
+/// An int64 axis: its values in order, and whether nvbench would write it as powers of two.
+#[derive(Debug, Default)]
+struct IntAxis {
+    values: BTreeSet<i64>,
+    /// Some variant sweeps it as `{ pow2 = [...] }`.
+    swept_pow2: bool,
+}
+
+impl IntAxis {
+    /// `pow2` where a sweep of it is `pow2` and every value is a power of two (nvbench names a
+    /// state's value of such an axis `2^E`).
+    fn pow2(&self) -> bool {
+        self.swept_pow2 && self.values.iter().all(|&v| v > 0 && v.count_ones() == 1)
+    }
+}
+
+/// The int64 axes of a benchmark: every parameter any variant on any GPU ran with.
+fn int_axes(runs: &[(usize, &LabResults)]) -> BTreeMap<String, IntAxis> {
+    let mut axes: BTreeMap<String, IntAxis> = BTreeMap::new();
+    for (_, results) in runs {
+        for v in &results.variants {
+            for (name, value) in state_params(results, v) {
+                axes.entry(name).or_default().values.insert(value);
+            }
+            let swept = v.params.iter().filter_map(|p| p.sweep.as_ref());
+            for axis in swept.flat_map(|sweep| &sweep.axes).filter(|a| a.pow2) {
+                axes.entry(axis.name.clone()).or_default().swept_pow2 = true;
+            }
+        }
+    }
+    axes
+}
+
 /// The `Variant` string axis and an int64 axis per parameter, with every value any GPU used.
 fn axes(runs: &[(usize, &LabResults)]) -> Vec<Value> {
     let mut variants: Vec<&str> = Vec::new();
-    let mut params: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
     for (_, results) in runs {
         for v in &results.variants {
             if !variants.contains(&v.name.as_str()) {
                 variants.push(&v.name);
-            }
-        }
-        for (name, value) in &results.params {
-            let values = params.entry(name).or_default();
-            if !values.contains(value) {
-                values.push(*value);
             }
         }
     }
@@ -149,26 +195,46 @@ fn axes(runs: &[(usize, &LabResults)]) -> Vec<Value> {
         })).collect::<Vec<_>>(),
     });
     std::iter::once(variant_axis)
-        .chain(params.into_iter().map(|(name, values)| {
+        .chain(int_axes(runs).into_iter().map(|(name, axis)| {
+            let pow2 = axis.pow2();
             json!({
                 "name": name,
                 "type": "int64",
-                "flags": "",
-                "values": values.iter().map(|v| json!({
-                    "input_string": v.to_string(), "description": "", "value": v,
-                })).collect::<Vec<_>>(),
+                "flags": if pow2 { "pow2" } else { "" },
+                "values": axis.values.iter().map(|&v| {
+                    let exponent = v.trailing_zeros();
+                    if pow2 {
+                        json!({
+                            "input_string": exponent.to_string(),
+                            "description": format!("2^{exponent} = {v}"),
+                            "value": v,
+                        })
+                    } else {
+                        json!({"input_string": v.to_string(), "description": "", "value": v})
+                    }
+                }).collect::<Vec<_>>(),
             })
         }))
         .collect()
 }
 
-/// One variant on one GPU: "Device=0 Variant=naive n=8192", as nvbench names a state.
-fn state(device: usize, results: &LabResults, variant: &VariantResult) -> Value {
+/// One variant on one GPU: "Device=0 Variant=naive n=8192", as nvbench names a state (a
+/// `pow2` axis's value as `2^E`).
+fn state(
+    device: usize,
+    results: &LabResults,
+    variant: &VariantResult,
+    pow2: &BTreeSet<String>,
+) -> Value {
     let mut axis_values = vec![json!({"name": "Variant", "type": "string", "value": variant.name})];
     let mut name = format!("Device={device} Variant={}", variant.name);
-    for (param, value) in &results.params {
+    for (param, value) in state_params(results, variant) {
         axis_values.push(json!({"name": param, "type": "int64", "value": value.to_string()}));
-        name.push_str(&format!(" {param}={value}"));
+        if pow2.contains(&param) {
+            name.push_str(&format!(" {param}=2^{}", value.trailing_zeros()));
+        } else {
+            name.push_str(&format!(" {param}={value}"));
+        }
     }
     let mut state = json!({
         "name": name,

@@ -258,21 +258,204 @@ fn the_csv_has_a_row_per_gpu_lab_and_variant() {
         .iter()
         .map(String::from)
         .collect();
-    assert_eq!(header, CSV_HEADER);
+    assert_eq!(header[..CSV_HEADER.len()], *CSV_HEADER);
+    assert_eq!(header, csv_header(&gpus));
     let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("a row")).collect();
     let variants = recording("transpose").variants.len() + recording("bandwidth").variants.len();
     assert_eq!(rows.len(), 2 * variants);
-    let column = |name: &str| CSV_HEADER.iter().position(|h| *h == name).expect("column");
+    let column = |name: &str| header.iter().position(|h| *h == name).expect("column");
     let memcpy = rows
         .iter()
         .find(|r| &r[column("lab")] == "bandwidth" && &r[column("variant")] == "memcpy")
         .expect("memcpy");
     assert_eq!(&memcpy[column("gpu")], "nvidia-h200-882b8b4e");
     assert_eq!(&memcpy[column("pct_of_ceiling")], "100");
-    let gbs: f64 = memcpy[column("gbs")].parse().expect("a number");
-    let expected = recording("bandwidth")
-        .variant("memcpy")
-        .and_then(|v| v.effective_gbs())
-        .expect("GB/s");
-    assert_eq!(gbs, expected);
+    let gbs: f64 = memcpy[column("gbs_median")].parse().expect("a number");
+    let bandwidth = recording("bandwidth");
+    let recorded = bandwidth.variant("memcpy").expect("memcpy");
+    assert_eq!(gbs, recorded.effective_gbs().expect("GB/s"));
+    // The mean's bandwidth is the JSON's `GlobalMem BW`, to the byte per second.
+    let gbs_mean: f64 = memcpy[column("gbs_mean")].parse().expect("a number");
+    let doc = nvbench::document(&gpus[..1], &[]);
+    let state = doc["benchmarks"][0]["states"]
+        .as_array()
+        .and_then(|states| {
+            states
+                .iter()
+                .find(|s| s["name"].as_str().is_some_and(|n| n.contains("=memcpy ")))
+        })
+        .expect("memcpy's state");
+    let json_bw = summary_value(
+        state["summaries"].as_array().expect("summaries"),
+        "nv/cold/bw/global/bytes_per_second",
+    )
+    .expect("GlobalMem BW");
+    assert!(
+        (gbs_mean * 1e9 / json_bw - 1.0).abs() < 1e-12,
+        "{gbs_mean} against {json_bw}"
+    );
+    // A format 1 recording holds no variant's own parameters: its cells are empty, not the
+    // lab's values.
+    assert_eq!(recorded.params, None);
+    assert_eq!(&memcpy[column("params")], "");
+    assert_eq!(&memcpy[column("param_n")], "");
+    assert_eq!(
+        memcpy[column("lab_params")],
+        format!("n={}", bandwidth.params["n"])
+    );
+}
+
+/// A recording with each variant's own parameters and sweep as the runner of results format 2
+/// writes them, taken from the lab file (the measured figures untouched).
+fn with_lab_params(mut results: LabResults) -> LabResults {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../labs")
+        .join(format!("{}.toml", results.lab));
+    let lab = kernelbook_core::spec::LabSpec::load(&path).expect("the lab file");
+    for v in &mut results.variants {
+        let spec = lab.variant(&v.name).expect("a variant of the lab");
+        v.params = Some(kernelbook_core::results::VariantParams {
+            own: spec.params.clone(),
+            sweep: spec.sweep_origin.clone(),
+        });
+    }
+    results.format_version = kernelbook_core::results::FORMAT_VERSION;
+    results
+}
+
+fn one_gpu(results: Vec<LabResults>) -> GpuResults {
+    GpuResults {
+        folder: "nvidia-h200-882b8b4e".into(),
+        results,
+    }
+}
+
+#[test]
+fn each_variants_swept_value_is_an_nvbench_axis_value_and_a_csv_column() {
+    let strides = with_lab_params(recording("bank_strides"));
+    let gpus = [one_gpu(vec![strides.clone()])];
+    let doc = nvbench::document(&gpus, &[]);
+    let bench = &doc["benchmarks"][0];
+    let stride_axis = bench["axes"]
+        .as_array()
+        .and_then(|axes| axes.iter().find(|a| a["name"] == "stride"))
+        .expect("a stride axis");
+    let values: Vec<i64> = stride_axis["values"]
+        .as_array()
+        .expect("values")
+        .iter()
+        .filter_map(|v| v["value"].as_i64())
+        .collect();
+    assert_eq!(
+        values,
+        [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 33, 48, 64, 96],
+        "every swept stride, not the lab's default"
+    );
+    assert_eq!(stride_axis["flags"], "", "a list sweep, not pow2");
+    let s96 = bench["states"]
+        .as_array()
+        .and_then(|states| {
+            states.iter().find(|s| {
+                s["name"]
+                    .as_str()
+                    .is_some_and(|n| n.contains("Variant=s96 "))
+            })
+        })
+        .expect("s96");
+    assert!(
+        s96["name"]
+            .as_str()
+            .is_some_and(|n| n.ends_with(" stride=96")),
+        "{}",
+        s96["name"]
+    );
+    let text = csv_text(&gpus).expect("csv");
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).expect("column");
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("a row")).collect();
+    let strides: Vec<&str> = rows.iter().map(|r| &r[column("param_stride")]).collect();
+    assert_eq!(strides[..3], ["1", "2", "4"]);
+    assert_eq!(&rows[11][column("variant")], "s96");
+    assert_eq!(&rows[11][column("param_stride")], "96");
+    assert_eq!(&rows[11][column("sweep")], "s{stride}");
+    assert_eq!(
+        &rows[11][column("params")],
+        "blocks=2048 reps=1024 stride=96"
+    );
+}
+
+#[test]
+fn a_pow2_sweep_is_a_pow2_axis_named_as_nvbench_names_it() {
+    let hierarchy = with_lab_params(recording("hierarchy"));
+    let doc = nvbench::document(&[one_gpu(vec![hierarchy])], &[]);
+    let bench = &doc["benchmarks"][0];
+    let size = bench["axes"]
+        .as_array()
+        .and_then(|axes| axes.iter().find(|a| a["name"] == "size"))
+        .expect("a size axis");
+    assert_eq!(size["flags"], "pow2");
+    assert_eq!(size["values"][0]["input_string"], "0");
+    assert_eq!(size["values"][0]["description"], "2^0 = 1");
+    let ws_8k = &bench["states"][0];
+    assert!(
+        ws_8k["name"]
+            .as_str()
+            .is_some_and(|n| n.contains(" size=2^3 ")),
+        "{}",
+        ws_8k["name"]
+    );
+}
+
+#[test]
+fn a_sweep_is_a_wide_csv_along_its_axis() {
+    let gpus = [one_gpu(vec![with_lab_params(recording("hierarchy"))])];
+    let request = |axis: Option<&str>| sweep::SweepRequest {
+        lab: "hierarchy".into(),
+        axis: axis.map(String::from),
+        metric: None,
+    };
+    let text = sweep::wide_csv(&gpus, &request(Some("size * unit"))).expect("a wide CSV");
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header: Vec<String> = reader
+        .headers()
+        .expect("header")
+        .iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(header[0], "size * unit");
+    assert_eq!(header[1], "ws_{size}k (counter_median)", "{header:?}");
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("a row")).collect();
+    let xs: Vec<i64> = rows.iter().map(|r| r[0].parse().expect("x")).collect();
+    assert!(
+        xs.windows(2).all(|w| w[0] < w[1]),
+        "rows in axis order: {xs:?}"
+    );
+    assert_eq!(xs[0], 8 * 1024);
+    let hierarchy = recording("hierarchy");
+    let ws_8k = hierarchy
+        .variant("ws_8k")
+        .and_then(|v| v.counter.as_ref()?.median());
+    assert_eq!(rows[0][1].parse::<f64>().ok(), ws_8k);
+    assert_eq!(&rows[0][2], "", "the MiB series has no 8 KiB point");
+    let kib_and_mib = sweep::wide_csv(&gpus, &request(None)).expect("`size` is the one swept name");
+    assert!(kib_and_mib.starts_with("size,"), "{kib_and_mib}");
+    let old = [one_gpu(vec![recording("hierarchy")])];
+    let err = sweep::wide_csv(&old, &request(None)).expect_err("a format 1 recording");
+    assert!(err.to_string().contains("results format 1"), "{err}");
+    let err = sweep::wide_csv(
+        &gpus,
+        &sweep::SweepRequest {
+            lab: "nope".into(),
+            axis: None,
+            metric: None,
+        },
+    )
+    .expect_err("no such lab");
+    assert!(err.to_string().contains("`nope`"), "{err}");
 }
