@@ -8,14 +8,15 @@ use crate::output;
 use crate::project::{Context, Project};
 use anyhow::{Context as _, bail};
 use kernelbook_runner::store::Recordings;
+use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// nvbench's JSON output, file version 1.0.0 (what nvbench-compare-robust and
-    /// nvbench-compare-legacy read).
+    /// nvbench-compare-legacy read); see --output-dir.
     NvbenchJson,
     /// kernelbook's own CSV: a row per GPU, lab and variant, a column per parameter.
     Csv,
@@ -34,9 +35,14 @@ pub struct Args {
     /// Read the recordings (a folder per GPU) from DIR instead of book.toml's `recordings`.
     #[arg(long, value_name = "DIR")]
     recordings: Option<PathBuf>,
-    /// Write to FILE instead of stdout.
+    /// Write to FILE instead of stdout (nvbench's JSON: with its samples' files in FILE-bin/).
     #[arg(long, short, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// nvbench's JSON: a file per GPU in DIR (DIR/FOLDER.json, its samples in
+    /// DIR/FOLDER.json-bin/), all with the same states, a state a GPU lacks marked skipped, so
+    /// that nvbench-compare-robust compares any two of them.
+    #[arg(long, value_name = "DIR", conflicts_with = "output")]
+    output_dir: Option<PathBuf>,
     /// The lab whose sweep `--format sweep-csv` exports.
     #[arg(long, value_name = "LAB", required_if_eq("format", "sweep-csv"))]
     lab: Option<String>,
@@ -55,12 +61,25 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         None => Project::load(ctx)?.recordings()?,
     };
     let gpus = read_gpus(&recordings, &args.gpus)?;
+    if args.output_dir.is_some() && args.format != Format::NvbenchJson {
+        bail!("--output-dir is for --format nvbench-json");
+    }
     let text = match args.format {
         Format::NvbenchJson => {
             let argv: Vec<String> = std::env::args().collect();
-            let mut text = serde_json::to_string_pretty(&export::nvbench::document(&gpus, &argv))?;
-            text.push('\n');
-            text
+            if let Some(dir) = &args.output_dir {
+                return write_aligned(&gpus, &argv, dir);
+            }
+            let file_name = args
+                .output
+                .as_ref()
+                .and_then(|path| path.file_name())
+                .map(|name| name.to_string_lossy().into_owned());
+            let export = export::nvbench::document(&gpus, &argv, file_name.as_deref());
+            if let Some(path) = &args.output {
+                write_sample_files(path.parent().unwrap_or(Path::new("")), &export)?;
+            }
+            export.text()
         }
         Format::Csv => export::csv_text(&gpus)?,
         Format::SweepCsv => export::sweep::wide_csv(
@@ -78,6 +97,50 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         None => output::stdout().write_all(text.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--output-dir DIR`: a file per GPU, `DIR/FOLDER.json`, with the same states; the states
+/// some GPU lacks are listed on stderr.
+fn write_aligned(gpus: &[GpuResults], argv: &[String], dir: &Path) -> anyhow::Result<ExitCode> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let names: Vec<String> = gpus.iter().map(|g| format!("{}.json", g.folder)).collect();
+    let mut only_some: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    let mut note = |lab: &str, variant: &str, on: &[&str]| {
+        let key = (lab.to_string(), on.join(", "));
+        only_some.entry(key).or_default().push(variant.to_string());
+    };
+    let exports = export::nvbench::aligned(gpus, argv, &names, &mut note);
+    for ((lab, on), variants) in &only_some {
+        output::notice(&format!(
+            "kernelbook: {lab}: {} only on {on}, a skipped state in the other files: {}",
+            match variants.len() {
+                1 => "1 state".to_string(),
+                n => format!("{n} states"),
+            },
+            variants.join(", ")
+        ));
+    }
+    for (name, export) in names.iter().zip(&exports) {
+        let path = dir.join(name);
+        std::fs::write(&path, export.text())
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        write_sample_files(dir, export)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The samples' files of `export`, under `dir` (the JSON file's folder).
+fn write_sample_files(dir: &Path, export: &export::nvbench::Export) -> anyhow::Result<()> {
+    for file in &export.sample_files {
+        let path = dir.join(&file.path);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, &file.bytes)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 /// The results of each folder named (every folder where none is), each file checked as the
