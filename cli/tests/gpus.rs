@@ -1,7 +1,7 @@
 //! Every GPU of a host (`--devices`), on a fake host of GPUs (`KERNELBOOK_FAKE_DEVICES`, whose
 //! GPU k takes 1 + k times as long as GPU 0): `record` writes a folder per GPU, a busy GPU fails
 //! its own column only, `run` sets the GPUs side by side, `build` puts every GPU in the "GPUs
-//! compared" chapter, and `export` writes them for nvbench-compare and spreadsheets.
+//! compared" chapter, and `export` writes them for nvbench-compare-robust and spreadsheets.
 
 mod support;
 

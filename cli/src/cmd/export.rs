@@ -29,7 +29,8 @@ pub struct Args {
     #[arg(long, value_enum)]
     format: Format,
     /// The GPU folders to export (repeatable); every folder of the recordings by default.
-    /// nvbench-compare diffs files of one GPU each: export them one at a time.
+    /// nvbench-compare-robust diffs files of one GPU each: export them one at a time, or all
+    /// at once with --output-dir.
     #[arg(long = "gpu", value_name = "FOLDER")]
     gpus: Vec<String>,
     /// Read the recordings (a folder per GPU) from DIR instead of book.toml's `recordings`.
