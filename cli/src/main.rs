@@ -63,7 +63,8 @@ enum Command {
     List,
     /// Say which GPU, driver and compiler live results would come from.
     Info,
-    /// Write the recordings in nvbench's JSON layout (for nvbench-compare) or as CSV.
+    /// Write the recordings in nvbench's JSON layout (for nvbench-compare-robust and -legacy),
+    /// as CSV, or a sweep as a wide CSV.
     Export(cmd::export::Args),
     /// Record every lab on a Slurm cluster's GPUs (a job array) and build the book with the
     /// "GPUs compared" chapter from them (a job after it).

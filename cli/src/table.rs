@@ -49,9 +49,9 @@ pub fn print(out: &mut impl Write, view: &LabView) -> io::Result<()> {
     Ok(())
 }
 
-/// The lab's main table, with the same optional columns as the book: bandwidth, work rate, the
-/// kernel's own count.
-fn results_table(view: &LabView) -> Table {
+/// The lab's main table's header, with the same optional columns as the book: bandwidth, work
+/// rate, the kernel's own count.
+fn results_header(view: &LabView) -> Vec<String> {
     let mut header = vec!["variant".to_string(), "access pattern".to_string()];
     if view.show_bandwidth {
         header.extend(["GB/s", "% of ceiling", "% of peak"].map(String::from));
@@ -60,6 +60,12 @@ fn results_table(view: &LabView) -> Table {
     header.extend(view.counter_header.iter().cloned());
     header.extend(view.counter_ns_header.iter().cloned());
     header.extend(["median", "spread"].map(String::from));
+    header
+}
+
+/// The lab's main table.
+fn results_table(view: &LabView) -> Table {
+    let header = results_header(view);
     let columns = header.len();
     let mut table = Table::new();
     table
@@ -70,6 +76,47 @@ fn results_table(view: &LabView) -> Table {
         table.add_row(cells(row_cells(view, row, columns)));
     }
     table
+}
+
+/// A lab's section as Markdown (`kernelbook run --format md`): its title, the main table as a
+/// pipe table (a `|` in a cell escaped), its sentences, provenance and notes.
+pub fn markdown(view: &LabView) -> String {
+    let escape = |cell: &str| cell.replace('|', "\\|").replace(['\n', '\r'], " ");
+    let line = |cells: &[String]| {
+        let cells: Vec<String> = cells.iter().map(|c| escape(c)).collect();
+        format!("| {} |\n", cells.join(" | "))
+    };
+    if let Some(why) = &view.missing {
+        return format!(
+            "## {}\n\nNo results: {}\n",
+            escape(&view.title),
+            escape(why)
+        );
+    }
+    let header = results_header(view);
+    let mut text = format!("## {} (`{}`)\n\n", escape(&view.title), view.lab);
+    text.push_str(&line(&header));
+    text.push_str(&line(&vec!["---".to_string(); header.len()]));
+    for row in &view.rows {
+        text.push_str(&line(&row_cells(view, row, header.len())));
+    }
+    text.push('\n');
+    for sentence in view.ratios.iter().chain(&view.ridge) {
+        text.push_str(&format!("{}\n\n", escape(sentence)));
+    }
+    if let Some(p) = &view.provenance {
+        let mut provenance = Vec::new();
+        // Writing into a Vec cannot fail.
+        let _ = print_provenance(&mut provenance, &view.origin, p);
+        text.push_str(&format!(
+            "{}\n",
+            escape(String::from_utf8_lossy(&provenance).trim_end())
+        ));
+    }
+    for note in &view.notes {
+        text.push_str(&format!("\nNote: {}\n", escape(note)));
+    }
+    text
 }
 
 /// One row of the main table, `columns` cells wide: its figures, or, for a variant that gave

@@ -1,7 +1,7 @@
 //! Every GPU of a host (`--devices`), on a fake host of GPUs (`KERNELBOOK_FAKE_DEVICES`, whose
 //! GPU k takes 1 + k times as long as GPU 0): `record` writes a folder per GPU, a busy GPU fails
 //! its own column only, `run` sets the GPUs side by side, `build` puts every GPU in the "GPUs
-//! compared" chapter, and `export` writes them for nvbench-compare and spreadsheets.
+//! compared" chapter, and `export` writes them for nvbench-compare-robust and spreadsheets.
 
 mod support;
 
@@ -102,6 +102,59 @@ fn run_sets_the_gpus_side_by_side() {
         "{}",
         text(&err.stderr)
     );
+}
+
+#[test]
+fn run_prints_json_csv_or_markdown_on_stdout() {
+    let book = gpus_book();
+    // `--json -` is the results file on stdout, not a file named `-`.
+    let output = kernelbook(book.path(), &["run", "copy", "--json", "-"], 1, "");
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let results = LabResults::from_json(&text(&output.stdout)).expect("a results file on stdout");
+    assert_eq!(results.lab, "copy");
+    assert_eq!(
+        results.format_version,
+        kernelbook_core::results::FORMAT_VERSION
+    );
+    assert!(
+        results.variants.iter().all(|v| v.params.is_some()),
+        "each variant's parameters"
+    );
+    assert!(!book.path().join("-").exists());
+    let csv = text(&kernelbook(book.path(), &["run", "copy", "--format", "csv"], 1, "").stdout);
+    let mut reader = csv::Reader::from_reader(csv.as_bytes());
+    let header = reader.headers().expect("a header").clone();
+    assert_eq!(&header[0], "gpu");
+    assert!(header.iter().any(|h| h == "param_n"), "{header:?}");
+    assert_eq!(reader.records().count(), results.variants.len());
+    let md = text(&kernelbook(book.path(), &["run", "copy", "--format", "md"], 1, "").stdout);
+    let table: Vec<&str> = md.lines().filter(|l| l.starts_with("| ")).collect();
+    assert!(
+        table[0].starts_with("| variant | access pattern | GB/s "),
+        "{md}"
+    );
+    assert!(table[1].starts_with("| --- |"), "{md}");
+    assert_eq!(table.len(), 2 + results.variants.len(), "{md}");
+    assert!(!md.contains('│'), "no box drawing in Markdown: {md}");
+    let both = kernelbook(
+        book.path(),
+        &["run", "copy", "--json", "-", "--format", "md"],
+        1,
+        "",
+    );
+    assert!(!both.status.success());
+    assert!(text(&both.stderr).contains("--json - writes the results to stdout"));
+    // Two GPUs: a JSON list, a results file each.
+    let output = kernelbook(
+        book.path(),
+        &["run", "copy", "--devices", "all", "--format", "json"],
+        2,
+        "",
+    );
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let list: Vec<serde_json::Value> =
+        serde_json::from_str(&text(&output.stdout)).expect("a JSON list");
+    assert_eq!(list.len(), 2);
 }
 
 #[test]

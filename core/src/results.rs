@@ -4,6 +4,7 @@
 
 use crate::bandwidth;
 use crate::expr::Params;
+pub use crate::spec::{SweepOrigin, SweptAxis};
 use crate::stats::{StopReason, Summary};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -15,8 +16,13 @@ pub use validate::{
     MIN_TIME_MS, MissingVariants, Place,
 };
 
-/// Bump when the meaning or shape of a results file changes.
-pub const FORMAT_VERSION: u32 = 1;
+/// Bump when the meaning or shape of a results file changes. Format 2 added each variant's own
+/// parameters and the sweep it comes from ([`VariantResult::params`]).
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format this kernelbook still reads: format 1 files lack each variant's own
+/// parameters, which then read as absent ([`VariantResult::params`] is `None`), never guessed.
+pub const OLDEST_FORMAT_VERSION: u32 = 1;
 
 /// A short hex fingerprint (first 16 hex digits of SHA-256).
 pub fn fingerprint(bytes: &[u8]) -> String {
@@ -240,6 +246,25 @@ pub struct VariantResult {
     /// Fingerprints of the other kernels the variant launches (setup and later stages).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub other_kernels: std::collections::BTreeMap<String, String>,
+    /// The variant's own parameters and the sweep it comes from; `None` in files of format 1,
+    /// which did not record them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<VariantParams>,
+    /// Wall-clock seconds its timed samples took, first to last (format 2; nvbench's cold
+    /// walltime); absent where it was not timed, and in format 1 files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sampling_seconds: Option<f64>,
+}
+
+/// What a variant adds to the lab's parameters: the values it sets itself and those its sweep
+/// binds, and for a variant of a sweep, the sweep.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VariantParams {
+    /// The variant's own `params` and its swept values; the lab's `params` apply beneath them.
+    pub own: Params,
+    /// The `[[variants]]` entry it was expanded from, where it comes from a sweep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sweep: Option<SweepOrigin>,
 }
 
 /// Units of work one run of a variant does.
@@ -390,7 +415,7 @@ impl LabResults {
             format_version: u32,
         }
         let version: VersionOnly = serde_json::from_str(text)?;
-        if version.format_version != FORMAT_VERSION {
+        if !(OLDEST_FORMAT_VERSION..=FORMAT_VERSION).contains(&version.format_version) {
             return Err(ResultsError::Version {
                 found: version.format_version,
                 expected: FORMAT_VERSION,
@@ -420,6 +445,15 @@ impl LabResults {
 }
 
 impl VariantResult {
+    /// Every parameter the variant ran with: `lab`'s (the results file's `params`) with its own
+    /// over them; `None` for a file that did not record a variant's own parameters.
+    pub fn all_params(&self, lab: &Params) -> Option<Params> {
+        let own = &self.params.as_ref()?.own;
+        let mut all = lab.clone();
+        all.extend(own.iter().map(|(name, value)| (name.clone(), *value)));
+        Some(all)
+    }
+
     /// The median time of a verified and timed variant.
     pub fn median_ms(&self) -> Option<f64> {
         match &self.outcome {
@@ -487,6 +521,8 @@ pub(crate) mod tests {
             counter: None,
             checked: None,
             other_kernels: Default::default(),
+            params: Some(VariantParams::default()),
+            sampling_seconds: None,
         }
     }
 
@@ -546,6 +582,36 @@ pub(crate) mod tests {
         let back = LabResults::from_json(&json.to_string()).expect("parse");
         assert_eq!(back.provenance.device.registers_per_sm, None);
         assert_eq!(back.provenance.device.shared_bytes_per_sm, None);
+    }
+
+    #[test]
+    fn a_format_1_file_reads_with_no_variant_parameters() {
+        let mut r = results();
+        r.variants[1].params = Some(VariantParams {
+            own: Params::from([("stride".into(), 4)]),
+            sweep: Some(SweepOrigin {
+                entry: "s{stride}".into(),
+                axes: vec![SweptAxis {
+                    name: "stride".into(),
+                    pow2: true,
+                }],
+            }),
+        });
+        let back = LabResults::from_json(&r.to_json()).expect("parse");
+        assert_eq!(back, r, "a sweep's values round-trip");
+        assert_eq!(
+            back.variants[1].all_params(&back.params),
+            Some(Params::from([("n".into(), 1 << 20), ("stride".into(), 4)]))
+        );
+        let mut json: serde_json::Value = serde_json::from_str(&r.to_json()).expect("json");
+        json["format_version"] = 1.into();
+        for variant in json["variants"].as_array_mut().expect("variants") {
+            variant.as_object_mut().expect("a variant").remove("params");
+        }
+        let old = LabResults::from_json(&json.to_string()).expect("a format 1 file reads");
+        assert_eq!(old.format_version, 1);
+        assert!(old.variants.iter().all(|v| v.params.is_none()));
+        assert_eq!(old.variants[1].all_params(&old.params), None);
     }
 
     #[test]

@@ -12,7 +12,7 @@ mod traffic;
 pub use chart::{ChartKind, ChartSpec};
 pub use device::DeviceParams;
 pub use hardware::{ComputeCapability, MAX_TENSOR_RANK, Swizzle, TensorMapSpec};
-pub use sweep::MAX_SWEEP_VARIANTS;
+pub use sweep::{MAX_SWEEP_VARIANTS, SweepOrigin, SweptAxis};
 pub use traffic::{BytesMoved, Traffic};
 
 use crate::expr::{Expr, Params};
@@ -489,6 +489,10 @@ pub struct VariantSpec {
     /// (`ws_{kb}k`) and where its `sweep` stands, by which its errors find their line.
     #[serde(skip)]
     written: Option<(String, usize)>,
+    /// For a variant expanded from a sweep: the entry's name as written and its swept
+    /// parameters (`pow2` or a list), which the results keep.
+    #[serde(skip)]
+    pub sweep_origin: Option<SweepOrigin>,
     /// Preprocessor definitions for the variant's kernel (`-DNAME=VALUE`), e.g. a tile size or
     /// the `__launch_bounds__` of a sweep.
     #[serde(default)]

@@ -305,6 +305,8 @@ mod tests {
             counter: None,
             checked: None,
             other_kernels: Default::default(),
+            params: None,
+            sampling_seconds: None,
         }
     }
 
@@ -362,7 +364,7 @@ mod tests {
         assert!(reason(&cache).contains("not a kernelbook results file"));
         std::fs::write(
             &path,
-            full.replace("\"format_version\": 1", "\"format_version\": 99"),
+            full.replace("\"format_version\": 2", "\"format_version\": 99"),
         )
         .expect("write");
         assert!(reason(&cache).contains("format 99"));

@@ -1,6 +1,8 @@
 //! `kernelbook run LAB`: measures a lab now (ignoring the cache), prints its table, and keeps
 //! the results in the cache for the next build. With `--devices`, every selected GPU measures
-//! it at once; each GPU's table is printed, then the GPUs side by side.
+//! it at once; each GPU's table is printed, then the GPUs side by side. `--format` prints the
+//! table as Markdown, the results as kernelbook's CSV, or the results file itself (JSON);
+//! `--json -` is the results file on stdout, as nvbench's `--json -` is.
 
 use crate::gpus::{self, DeviceArgs, GpuRunner};
 use crate::output::{self, say};
@@ -11,8 +13,23 @@ use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::{LabOutcome, LabRequest, Mode, RunError};
 use mdbook_kernelbook::gpus::view::{GpuColumn, lab_comparison};
 use mdbook_kernelbook::render::lab_view;
-use std::path::PathBuf;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+/// What `run` prints on stdout.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// The lab's tables, as the book shows them.
+    #[default]
+    Table,
+    /// The lab's main table as a Markdown pipe table, with its sentences and provenance.
+    Md,
+    /// kernelbook's CSV (as `kernelbook export --format csv`): a row per variant.
+    Csv,
+    /// The results file (raw samples, provenance); with several GPUs, a JSON list of them.
+    Json,
+}
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
@@ -22,14 +39,33 @@ pub struct Args {
     #[arg(long = "set", value_parser = parse_assignment)]
     set: Vec<(String, i64)>,
     /// Also write the full results (raw samples, provenance) to this JSON file (with several
-    /// GPUs, one file per GPU: NAME-<gpu folder>.json).
+    /// GPUs, one file per GPU: NAME-<gpu folder>.json); `-` writes them to stdout instead of
+    /// the table (as `--format json`).
     #[arg(long)]
     json: Option<PathBuf>,
+    /// What to print on stdout.
+    #[arg(long, value_enum, default_value_t)]
+    format: Format,
     #[command(flatten)]
     gpus: DeviceArgs,
 }
 
+/// `--json -` is `--format json`; with another `--format`, both would write stdout.
+fn output_format(args: &Args) -> anyhow::Result<(Format, Option<&Path>)> {
+    match args.json.as_deref() {
+        Some(path) if path == Path::new("-") => match args.format {
+            Format::Table | Format::Json => Ok((Format::Json, None)),
+            other => anyhow::bail!(
+                "--json - writes the results to stdout, where --format {} writes too: give one",
+                format!("{other:?}").to_lowercase()
+            ),
+        },
+        json => Ok((args.format, json)),
+    }
+}
+
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let (format, json) = output_format(&args)?;
     let project = Project::load(ctx)?;
     let overrides: Params = args.set.iter().cloned().collect();
     let lab = project.lab(&args.lab, &overrides)?;
@@ -46,10 +82,100 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             .pop()
             .unwrap_or_else(|| Err(RunError::lab(&lab.name, "not measured")))
     });
-    if let [only] = &measured[..] {
-        return print_one(&lab, only, args.json.as_deref());
+    if format != Format::Table {
+        return print_formatted(&lab, &gpus, &measured, format, json);
     }
-    print_side_by_side(&lab, &gpus, measured, args.json.as_deref())
+    if let [only] = &measured[..] {
+        return print_one(&lab, only, json);
+    }
+    print_side_by_side(&lab, &gpus, measured, json)
+}
+
+/// The file `--json PATH` names for `gpu`'s results: PATH itself with one GPU, else one per
+/// GPU beside it (`NAME-<gpu folder>.json`).
+fn json_path(path: &Path, gpu: &GpuRunner, several: bool) -> PathBuf {
+    if !several {
+        return path.to_path_buf();
+    }
+    path.with_file_name(format!(
+        "{}-{}.json",
+        path.file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or("results"),
+        gpu.folder()
+    ))
+}
+
+/// `--format md|csv|json`: every GPU's results in that format; exit status 2 when a GPU could
+/// not measure or a variant failed.
+fn print_formatted(
+    lab: &LabSpec,
+    gpus: &[GpuRunner],
+    measured: &[Result<LabResults, RunError>],
+    format: Format,
+    json: Option<&Path>,
+) -> anyhow::Result<ExitCode> {
+    let mut all_ok = true;
+    let mut texts = Vec::new();
+    let mut exported = Vec::new();
+    for (gpu, measured) in gpus.iter().zip(measured) {
+        let outcome = match measured {
+            Ok(results) => {
+                if let Some(path) = json {
+                    let file = json_path(path, gpu, gpus.len() > 1);
+                    kernelbook_runner::store::write_results(&file, results)?;
+                }
+                exported.push(crate::export::GpuResults {
+                    folder: gpu.folder(),
+                    results: vec![results.clone()],
+                });
+                LabOutcome::Measured {
+                    results: results.clone(),
+                    cached: false,
+                }
+            }
+            Err(err) => {
+                output::notice(&format!("kernelbook: {}: {err}", gpu.label()));
+                LabOutcome::Missing {
+                    why: err.to_string(),
+                }
+            }
+        };
+        let view = lab_view(lab, &outcome);
+        all_ok &= view.missing.is_none() && view.rows.iter().all(|row| row.problem.is_none());
+        if format == Format::Md {
+            let heading = if gpus.len() > 1 {
+                format!("# {}\n\n", gpu.label())
+            } else {
+                String::new()
+            };
+            texts.push(format!("{heading}{}", crate::table::markdown(&view)));
+        }
+    }
+    let text = match format {
+        Format::Md => texts.join("\n"),
+        Format::Csv => crate::export::csv_text(&exported)?,
+        _ => {
+            let results: Vec<&LabResults> = exported.iter().flat_map(|g| &g.results).collect();
+            let mut text = match &results[..] {
+                [one] => one.to_json(),
+                all => serde_json::to_string_pretty(all)?,
+            };
+            text.push('\n');
+            text
+        }
+    };
+    let printed = match format {
+        // JSON and CSV escape what they carry themselves; Markdown passes through the escaper.
+        Format::Md => say!(&mut output::stdout(), "{}", text.trim_end()),
+        _ => output::stdout().write_all(text.as_bytes()),
+    };
+    let code = if all_ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    };
+    Ok(output::verdict(printed, code)?)
 }
 
 /// One GPU's table, as `run` prints it without `--devices`: its exit status is 2 when a
@@ -57,7 +183,7 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
 fn print_one(
     lab: &LabSpec,
     measured: &Result<LabResults, RunError>,
-    json: Option<&std::path::Path>,
+    json: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     let results = match measured {
         Ok(results) => results,
@@ -89,7 +215,7 @@ fn print_side_by_side(
     lab: &LabSpec,
     gpus: &[GpuRunner],
     measured: Vec<Result<LabResults, RunError>>,
-    json: Option<&std::path::Path>,
+    json: Option<&Path>,
 ) -> anyhow::Result<ExitCode> {
     let out = &mut output::stdout();
     let mut columns = Vec::new();
@@ -99,14 +225,7 @@ fn print_side_by_side(
         let outcome = match measured {
             Ok(results) => {
                 if let Some(path) = json {
-                    let file = path.with_file_name(format!(
-                        "{}-{}.json",
-                        path.file_stem()
-                            .and_then(|s| s.to_str())
-                            .unwrap_or("results"),
-                        gpu.folder()
-                    ));
-                    kernelbook_runner::store::write_results(&file, &results)?;
+                    kernelbook_runner::store::write_results(&json_path(path, gpu, true), &results)?;
                 }
                 LabOutcome::Measured {
                     results,

@@ -1,7 +1,8 @@
 //! `kernelbook slurm`: writes a run's job scripts and submits them with `sbatch`: the job
 //! arrays that record the labs on the cluster's GPUs, and the merge job that builds the book
-//! from what they recorded once all have succeeded (see [`crate::slurm`]). `--dry-run`
-//! prints the scripts and the `sbatch` commands instead.
+//! from what they recorded once all have ended, saying which failed (see [`crate::slurm`]). A
+//! submission that fails cancels (`scancel`) the jobs already submitted. `--dry-run` prints the
+//! scripts and the `sbatch` commands instead.
 
 use crate::output::{self, say};
 use crate::project::{Context, Project};
@@ -30,12 +31,49 @@ pub struct Args {
     /// of book.toml's [[preprocessor.kernelbook.slurm.task]] entries).
     #[arg(long = "gres", value_name = "GRES")]
     gres: Vec<String>,
+    /// Each recording task has its node to itself (the default; book.toml: `exclusive`).
+    #[arg(long, overrides_with = "no_exclusive")]
+    exclusive: bool,
+    /// Recording tasks may share a node with other jobs.
+    #[arg(long, overrides_with = "exclusive")]
+    no_exclusive: bool,
+    /// `--cpus-per-task` of each recording task (book.toml: `cpus-per-task`).
+    #[arg(long, value_name = "N")]
+    cpus_per_task: Option<u32>,
+    /// `--mem` of each recording task, e.g. 32G (book.toml: `mem`).
+    #[arg(long, value_name = "SIZE")]
+    mem: Option<String>,
+    /// One more sbatch option for every recording task, e.g. --sbatch-option=--qos=high
+    /// (repeatable; after book.toml's `sbatch-options`).
+    #[arg(
+        long = "sbatch-option",
+        value_name = "OPTION",
+        allow_hyphen_values = true
+    )]
+    sbatch_options: Vec<String>,
+    /// A shell line every job runs before kernelbook, e.g. 'module load cuda' (repeatable;
+    /// after book.toml's `setup`).
+    #[arg(long = "setup", value_name = "LINE", allow_hyphen_values = true)]
+    setup: Vec<String>,
+    /// The merge job's partition (book.toml: `partition` under [preprocessor.kernelbook.slurm.merge]).
+    #[arg(long, value_name = "PARTITION")]
+    merge_partition: Option<String>,
+    /// One more sbatch option for the merge job (repeatable).
+    #[arg(
+        long = "merge-sbatch-option",
+        value_name = "OPTION",
+        allow_hyphen_values = true
+    )]
+    merge_sbatch_options: Vec<String>,
     /// The run's folder, which the cluster's nodes must see (default: target/slurm/<UTC time>).
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// The sbatch to run.
     #[arg(long, value_name = "PROGRAM", default_value = "sbatch")]
     sbatch: String,
+    /// The scancel to run when a submission fails.
+    #[arg(long, value_name = "PROGRAM", default_value = "scancel")]
+    scancel: String,
 }
 
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
@@ -51,6 +89,17 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         account: args.account.clone(),
         time: args.time.clone(),
         gres: args.gres.clone(),
+        exclusive: match (args.exclusive, args.no_exclusive) {
+            (_, true) => Some(false),
+            (true, _) => Some(true),
+            _ => None,
+        },
+        cpus_per_task: args.cpus_per_task,
+        mem: args.mem.clone(),
+        sbatch_options: args.sbatch_options.clone(),
+        setup: args.setup.clone(),
+        merge_partition: args.merge_partition.clone(),
+        merge_sbatch_options: args.merge_sbatch_options.clone(),
     });
     let plan = plan(&config)?;
     let run = run_layout(&project, args.out.as_deref())?;
@@ -68,15 +117,14 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let out = &mut output::stdout();
     let mut ids = Vec::new();
     for script in &scripts[..arrays] {
-        let id = sbatch::submit(&args.sbatch, &[], &script.path)?;
+        let id = sbatch::submit(&args.sbatch, &[], &script.path)
+            .map_err(|err| cancel_submitted(&args.scancel, &ids, err))?;
         say!(out, "submitted job array {id}: {}", script.path.display())?;
         ids.push(id);
     }
     let merge = &scripts[arrays];
-    let merge_id =
-        sbatch::submit(&args.sbatch, &[dependency(&ids)], &merge.path).map_err(|err| {
-            anyhow!("{err:#}; the job arrays {ids:?} were submitted without it: `scancel` them")
-        })?;
+    let merge_id = sbatch::submit(&args.sbatch, &[dependency(&ids)], &merge.path)
+        .map_err(|err| cancel_submitted(&args.scancel, &ids, err))?;
     say!(
         out,
         "submitted merge job {merge_id} (after {}): {}",
@@ -93,10 +141,31 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `--dependency=afterok:1:2`: the merge job starts once every array's every task succeeded.
+/// `--dependency=afterany:1:2`: the merge job starts once every array's every task ended,
+/// failed or not; it says which failed and merges the others.
 pub fn dependency(ids: &[u64]) -> String {
     let ids: Vec<String> = ids.iter().map(u64::to_string).collect();
-    format!("--dependency=afterok:{}", ids.join(":"))
+    format!("--dependency=afterany:{}", ids.join(":"))
+}
+
+/// A submission failed: the jobs already submitted are cancelled, and the error says so (or
+/// names the jobs that could not be cancelled).
+fn cancel_submitted(scancel: &str, ids: &[u64], err: anyhow::Error) -> anyhow::Error {
+    if ids.is_empty() {
+        return err;
+    }
+    let list: Vec<String> = ids.iter().map(u64::to_string).collect();
+    match sbatch::cancel(scancel, ids) {
+        Ok(()) => anyhow!(
+            "{err:#}; cancelled the jobs already submitted ({})",
+            list.join(", ")
+        ),
+        Err(why) => anyhow!(
+            "{err:#}; the jobs already submitted ({}) could not be cancelled: {why:#}; `scancel {}` them",
+            list.join(", "),
+            list.join(" ")
+        ),
+    }
 }
 
 /// Where the run goes and what its jobs run: absolute paths, as the nodes need them.
@@ -169,7 +238,7 @@ fn print_dry_run(scripts: &[Script], arrays: usize, sbatch: &str) -> anyhow::Res
     }
     say!(
         out,
-        "{sbatch} --parsable --dependency=afterok:{} {}",
+        "{sbatch} --parsable --dependency=afterany:{} {}",
         ids.join(":"),
         scripts[arrays].path.display()
     )?;

@@ -1,4 +1,5 @@
-//! Submitting a job script with `sbatch --parsable` and reading the job id it answers.
+//! Submitting a job script with `sbatch --parsable` and reading the job id it answers;
+//! cancelling jobs with `scancel`.
 
 use kernelbook_runner::process::{self, Spawn};
 use std::path::Path;
@@ -57,4 +58,24 @@ pub fn submit(program: &str, args: &[String], script: &Path) -> anyhow::Result<u
         anyhow::bail!("`{shown}` failed ({status}): {}", child.stderr_tail(5));
     }
     parse_job_id(&stdout).map_err(|why| anyhow::anyhow!("`{shown}`: {why}"))
+}
+
+/// `scancel IDS…`, run by `program`, within the same time limit as a submission.
+pub fn cancel(program: &str, ids: &[u64]) -> anyhow::Result<()> {
+    let mut command = Command::new(program);
+    command.args(ids.iter().map(u64::to_string));
+    let how = Spawn {
+        own_group: true,
+        stderr_lines: 10,
+    };
+    let mut child = process::spawn(command, how)
+        .map_err(|err| anyhow::anyhow!("cannot run `{program}`: {err}"))?;
+    let status = child.wait_timeout(ANSWER_LIMIT)?.ok_or_else(|| {
+        child.kill();
+        anyhow::anyhow!("`{program}` did not answer in {} s", ANSWER_LIMIT.as_secs())
+    })?;
+    if !status.success() {
+        anyhow::bail!("`{program}` failed ({status}): {}", child.stderr_tail(5));
+    }
+    Ok(())
 }

@@ -36,6 +36,29 @@ impl Run {
     pub fn book(&self) -> PathBuf {
         self.dir.join("book")
     }
+    /// Where each task writes its exit status, a file named after it.
+    pub fn status(&self) -> PathBuf {
+        self.dir.join("status")
+    }
+    /// The run's name in its jobs' names (`kernelbook-labs-NAME`): its folder's name, with
+    /// anything but letters, digits, `_`, `-` and `.` written `-`.
+    pub fn id(&self) -> String {
+        let name = self
+            .dir
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let id: String = name
+            .chars()
+            .map(
+                |c| match c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') {
+                    true => c,
+                    false => '-',
+                },
+            )
+            .collect();
+        if id.is_empty() { "run".into() } else { id }
+    }
 }
 
 /// A job script: where it is written, and its text.
@@ -90,12 +113,22 @@ pub fn scripts(run: &Run, plan: &Plan) -> Result<Vec<Script>, handlebars::Render
         .arrays
         .iter()
         .enumerate()
-        .map(|(index, array)| array_script(&handlebars, run, index, array, &plan.devices))
+        .map(|(index, array)| array_script(&handlebars, run, index, array, plan))
         .collect::<Result<_, _>>()?;
+    let tasks: Vec<String> = plan
+        .arrays
+        .iter()
+        .flat_map(|array| array.tasks.iter().map(|t| shell_quote(t)))
+        .collect();
     let data = json!({
         "run": run.dir.display().to_string(),
+        "id": run.id(),
         "logs": run.logs().display().to_string(),
         "options": plan.merge.flags(),
+        "setup": plan.setup,
+        "tasks": tasks,
+        "status": quoted(&run.status()),
+        "failed": quoted(&run.dir.join("failed-tasks.txt")),
         "exe": quoted(&run.exe),
         "root": quoted(&run.root),
         "recorded": quoted(&run.recorded()),
@@ -115,10 +148,13 @@ fn array_script(
     run: &Run,
     index: usize,
     array: &ArrayJob,
-    devices: &str,
+    plan: &Plan,
 ) -> Result<Script, handlebars::RenderError> {
     let data = json!({
         "index": index,
+        "id": run.id(),
+        "setup": plan.setup,
+        "status": quoted(&run.status()),
         "run": run.dir.display().to_string(),
         "last": array.tasks.len().saturating_sub(1),
         "logs": run.logs().display().to_string(),
@@ -126,7 +162,7 @@ fn array_script(
         "tasks": array.tasks.iter().map(|t| shell_quote(t)).collect::<Vec<_>>(),
         "exe": quoted(&run.exe),
         "root": quoted(&run.root),
-        "devices": shell_quote(devices),
+        "devices": shell_quote(&plan.devices),
         "results": quoted(&run.results()),
     });
     Ok(Script {

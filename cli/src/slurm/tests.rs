@@ -46,8 +46,10 @@ fn tasks_with_the_same_options_share_an_array() {
             "--partition=gpu",
             "--account=course",
             "--time=01:00:00",
-            "--gres=gpu:h200:1"
-        ]
+            "--gres=gpu:h200:1",
+            "--exclusive",
+        ],
+        "a node to itself by default"
     );
     assert_eq!(plan.arrays[1].tasks, ["a100"]);
     assert_eq!(plan.arrays[1].options.partition.as_deref(), Some("old"));
@@ -75,8 +77,8 @@ fn flags_override_the_table_and_gres_flags_make_the_tasks() {
     );
     let names: Vec<&str> = overridden.tasks.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, ["h100", "task-1", "h100-2"]);
-    let plan = plan(&overridden).expect("a plan");
-    assert_eq!(plan.arrays.len(), 2, "two h100 tasks in one array");
+    let second = super::plan::plan(&overridden).expect("a plan");
+    assert_eq!(second.arrays.len(), 2, "two h100 tasks in one array");
 }
 
 #[test]
@@ -139,7 +141,9 @@ fn the_array_script_records_each_task_into_its_own_folder() {
         "#SBATCH --gres=gpu:h200:1",
         "#SBATCH --partition=gpu",
         "tasks=('h200-a' 'h200-b')",
-        "exec '/opt/kernelbook/bin/kernelbook' --root '/home/me/it'\\''s a book' record --devices 'all' --keep-going --out '/scratch/kb/run-1/results'/\"$task\"",
+        "#SBATCH --job-name=kernelbook-labs-run-1",
+        "trap 'echo $? > '/scratch/kb/run-1/status'/\"$task\"' EXIT",
+        "srun --ntasks=1 --export=ALL '/opt/kernelbook/bin/kernelbook' --root '/home/me/it'\\''s a book' record --devices 'all' --keep-going --out '/scratch/kb/run-1/results'/\"$task\"",
     ] {
         assert!(
             array.text.lines().any(|l| l == line),
@@ -158,8 +162,11 @@ fn the_merge_script_gathers_the_results_and_builds_the_book() {
     assert_eq!(merge.path, PathBuf::from("/scratch/kb/run-1/merge.sh"));
     assert!(!merge.text.contains("--gres"), "{}", merge.text);
     for line in [
-        "'/opt/kernelbook/bin/kernelbook' --root '/home/me/it'\\''s a book' merge --into '/scratch/kb/run-1/recorded' '/home/me/book/labs/recorded' '/scratch/kb/run-1/results'/*",
-        "exec '/opt/kernelbook/bin/kernelbook' --root '/home/me/it'\\''s a book' build --recorded --recordings '/scratch/kb/run-1/recorded' --dest-dir '/scratch/kb/run-1/book'",
+        "#SBATCH --job-name=kernelbook-merge-run-1",
+        "#SBATCH --kill-on-invalid-dep=yes",
+        "for task in 'h200-a' 'h200-b' 'a100'; do",
+        "srun --ntasks=1 --export=ALL '/opt/kernelbook/bin/kernelbook' --root '/home/me/it'\\''s a book' merge --into '/scratch/kb/run-1/recorded' '/home/me/book/labs/recorded' \"${merged[@]}\"",
+        "srun --ntasks=1 --export=ALL '/opt/kernelbook/bin/kernelbook' --root '/home/me/it'\\''s a book' build --recorded --recordings '/scratch/kb/run-1/recorded' --dest-dir '/scratch/kb/run-1/book'",
     ] {
         assert!(
             merge.text.lines().any(|l| l == line),
@@ -187,6 +194,118 @@ fn shell_words_and_sbatch_answers() {
     assert!(parse_job_id("Submitted batch job 12\n").is_err());
     assert_eq!(
         crate::cmd::slurm::dependency(&[12, 15]),
-        "--dependency=afterok:12:15"
+        "--dependency=afterany:12:15"
     );
+}
+
+const SITE: &str = r#"
+[preprocessor.kernelbook.slurm]
+partition = "gpu"
+time = "01:00:00"
+cpus-per-task = 8
+mem = "32G"
+sbatch-options = ["--qos=high", "--reservation=course"]
+setup = ["module load cuda/12.4", "source /opt/site/env.sh"]
+
+[preprocessor.kernelbook.slurm.merge]
+partition = "cpu"
+mem = "4G"
+sbatch-options = ["--qos=low"]
+
+[[preprocessor.kernelbook.slurm.task]]
+name = "h200"
+gres = "gpu:h200:1"
+sbatch-options = ["--gpus=1"]
+"#;
+
+#[test]
+fn a_sites_options_set_up_lines_and_merge_resources_reach_the_scripts() {
+    let plan = plan(&config(SITE)).expect("a plan");
+    assert_eq!(
+        plan.arrays[0].options.flags(),
+        [
+            "--partition=gpu",
+            "--time=01:00:00",
+            "--gres=gpu:h200:1",
+            "--cpus-per-task=8",
+            "--mem=32G",
+            "--exclusive",
+            "--qos=high",
+            "--reservation=course",
+            "--gpus=1",
+        ]
+    );
+    assert_eq!(
+        plan.merge.flags(),
+        [
+            "--partition=cpu",
+            "--time=01:00:00",
+            "--mem=4G",
+            "--qos=low"
+        ],
+        "the merge job's own partition and resources, no GPU, not exclusive"
+    );
+    let scripts = scripts(&run(), &plan).expect("renders");
+    for script in &scripts {
+        let lines: Vec<&str> = script.text.lines().collect();
+        let setup = lines
+            .iter()
+            .position(|l| *l == "module load cuda/12.4")
+            .unwrap_or_else(|| panic!("the set-up line in\n{}", script.text));
+        assert_eq!(lines[setup + 1], "source /opt/site/env.sh");
+        let first_step = lines
+            .iter()
+            .position(|l| l.starts_with("srun "))
+            .expect("a step");
+        assert!(setup < first_step, "set up before kernelbook runs");
+    }
+    // The command line's over book.toml's: appended options, another merge partition, no
+    // exclusive node.
+    let overridden = config(SITE).with(Overrides {
+        exclusive: Some(false),
+        sbatch_options: vec!["--gpu-freq=high".into()],
+        setup: vec!["nvidia-smi".into()],
+        merge_partition: Some("short".into()),
+        ..Overrides::default()
+    });
+    let second = super::plan::plan(&overridden).expect("a plan");
+    let flags = second.arrays[0].options.flags();
+    assert!(!flags.contains(&"--exclusive".to_string()), "{flags:?}");
+    assert_eq!(
+        flags.last().map(String::as_str),
+        Some("--gpus=1"),
+        "the task's own last"
+    );
+    assert!(flags.contains(&"--gpu-freq=high".to_string()));
+    assert_eq!(second.setup.last().map(String::as_str), Some("nvidia-smi"));
+    assert_eq!(second.merge.partition.as_deref(), Some("short"));
+}
+
+#[test]
+fn a_free_form_option_or_set_up_line_that_could_break_the_script_is_refused() {
+    let with = |edit: &dyn Fn(&mut SlurmConfig)| {
+        let mut c = config(SITE);
+        edit(&mut c);
+        plan(&c)
+    };
+    assert!(matches!(
+        with(&|c| c.sbatch_options.push("qos=high".into())),
+        Err(PlanError::BadOption(_))
+    ));
+    assert!(matches!(
+        with(&|c| c.sbatch_options.push("--qos=high --wrap=x".into())),
+        Err(PlanError::BadOption(_))
+    ));
+    assert!(matches!(
+        with(&|c| c.merge.sbatch_options.push("--comment=#x".into())),
+        Err(PlanError::BadOption(_))
+    ));
+    assert!(matches!(
+        with(&|c| c.setup.push("ok\nrm -rf /".into())),
+        Err(PlanError::BadSetup(_))
+    ));
+    assert!(matches!(
+        with(&|c| c.merge.mem = Some("4 G".into())),
+        Err(PlanError::BadValue { option: "mem", .. })
+    ));
 }

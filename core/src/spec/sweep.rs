@@ -5,18 +5,39 @@
 //! A sweep is expanded when the lab file is parsed, into ordinary [`VariantSpec`]s: each binds
 //! its values as parameters of its own, and has `{EXPR}` in its name, label, access and
 //! `defines` values replaced by the expression's value over its parameters (`"ws_{kb}k"`,
-//! `"{kb * 8} lines"`). Nothing downstream knows there was a sweep.
+//! `"{kb * 8} lines"`). What downstream knows of the sweep is [`VariantSpec::sweep_origin`]: the
+//! entry's name as written and its swept parameters, which the results keep (so that a sweep's
+//! rows are a series along its axis in an export); nothing measures differently for it.
 
 use super::{LabError, LabSpec, VariantSpec};
 use crate::expr::{Expr, Params};
 use crate::spec::device::DeviceParams;
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 use toml::Spanned;
 
 /// The most rows one swept entry may expand into: far more than a table can show, far fewer
 /// than would exhaust memory (three keys of 63 powers of two would make 250 047).
 pub const MAX_SWEEP_VARIANTS: usize = 1024;
+
+/// The swept `[[variants]]` entry a variant comes from (kept in its results).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweepOrigin {
+    /// The entry's name as the lab file writes it (`ws_{size}m`): the variants of one entry
+    /// are one series along the sweep's axes.
+    pub entry: String,
+    /// The swept parameters, in the order the file writes them.
+    pub axes: Vec<SweptAxis>,
+}
+
+/// One swept parameter of an entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweptAxis {
+    pub name: String,
+    /// Swept as `{ pow2 = [FROM, TO] }`: every value a power of two.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pow2: bool,
+}
 
 /// The swept parameters of one entry, in the order the file writes them.
 #[derive(Debug, Clone, PartialEq)]
@@ -207,6 +228,19 @@ impl LabSpec {
             _ => None,
         };
         let at = sweep.span().start;
+        let origin = SweepOrigin {
+            entry: variant.name.clone(),
+            axes: sweep
+                .get_ref()
+                .0
+                .iter()
+                .map(|param| SweptAxis {
+                    name: param.name.get_ref().clone(),
+                    pow2: matches!(param.values.get_ref(), SweepValues::Pow2(_)),
+                })
+                .collect(),
+        };
+        variant.sweep_origin = Some(origin);
         product(&axes)
             .into_iter()
             .map(|values| self.instance(&variant, at, values, single))
@@ -410,6 +444,15 @@ ENTRY
         );
         assert!(v.sweep.is_none());
         assert_eq!(v.anchor(), "\"ws_{kb}k\"");
+        let origin = v.sweep_origin.as_ref().expect("a variant of a sweep");
+        assert_eq!(origin.entry, "ws_{kb}k");
+        assert_eq!(
+            origin.axes,
+            [SweptAxis {
+                name: "kb".into(),
+                pow2: false
+            }]
+        );
     }
 
     #[test]
@@ -421,6 +464,8 @@ ENTRY
                 "ws_16k", "ws_32k", "ws_64k", "ws_128k", "ws_256k", "ws_512k", "ws_1024k"
             ]
         );
+        let origin = lab.variants[0].sweep_origin.as_ref().expect("swept");
+        assert!(origin.axes[0].pow2, "a pow2 sweep is marked so");
         let lab = parse("grid = [1]\nsweep = { kb = { pow2 = [8, 8] } }").expect("one value");
         assert_eq!(names(&lab), ["ws_8k"]);
     }

@@ -469,6 +469,8 @@ fn variant(names: Vec<String>) -> impl Strategy<Value = VariantResult> {
                     counter,
                     checked: None,
                     other_kernels: Default::default(),
+                    params: None,
+                    sampling_seconds: None,
                 }
             },
         )

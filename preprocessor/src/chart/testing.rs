@@ -27,6 +27,8 @@ pub fn sampled(name: &str, bytes: u64, samples: &[f64]) -> VariantResult {
         counter: None,
         checked: None,
         other_kernels: Default::default(),
+        params: None,
+        sampling_seconds: None,
     }
 }
 

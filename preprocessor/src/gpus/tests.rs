@@ -59,6 +59,8 @@ fn measured(name: &str, kernel: Option<&str>, median_ms: f64) -> VariantResult {
         counter: None,
         checked: None,
         other_kernels: Default::default(),
+        params: None,
+        sampling_seconds: None,
     }
 }
 

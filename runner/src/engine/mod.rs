@@ -371,23 +371,24 @@ impl Row<'_> {
             progress,
         );
         progress.mark("reference ready");
-        let (outcome, counter, error) = match expected {
+        let (timed, error) = match expected {
             Ok(Ok(expected)) => {
                 match self.verify_and_time(env, &prepared, expected, poisoned, scratch, progress) {
-                    Ok((outcome, counter)) => (outcome, counter, None),
-                    Err(err) => (launch_failure(&err), None, Some(err)),
+                    Ok(timed) => (timed, None),
+                    Err(err) => (sample::Timed::untimed(launch_failure(&err)), Some(err)),
                 }
             }
-            Ok(Err(outcome)) => (outcome, None, None),
-            Err(err) => (launch_failure(&err), None, Some(err)),
+            Ok(Err(outcome)) => (sample::Timed::untimed(outcome), None),
+            Err(err) => (sample::Timed::untimed(launch_failure(&err)), Some(err)),
         };
-        let mut result = result_template(plan, self.variant, outcome);
+        let mut result = result_template(plan, self.variant, timed.outcome);
         let annotations = prepared.annotations;
         result.compile_flags = annotations.compile_flags;
         result.launch = annotations.launch;
         result.resources = annotations.resources;
         result.implementation = annotations.implementation;
-        result.counter = counter;
+        result.counter = timed.counter;
+        result.sampling_seconds = timed.sampling_seconds;
         (result, error)
     }
 
@@ -400,7 +401,7 @@ impl Row<'_> {
         poisoned: &[crate::backend::BufferId],
         scratch: &mut Vec<u8>,
         progress: &mut dyn Progress,
-    ) -> Result<(Outcome, Option<kernelbook_core::results::CounterResult>), DeviceError> {
+    ) -> Result<sample::Timed, DeviceError> {
         let plan = env.plan;
         let variant = self.variant;
         let Some(check) = plan.checks.get(variant.check) else {
@@ -408,7 +409,7 @@ impl Row<'_> {
                 stage: FailureStage::Reference,
                 message: "the variant's check is not in the plan".into(),
             };
-            return Ok((outcome, None));
+            return Ok(sample::Timed::untimed(outcome));
         };
         let elem = plan
             .buffers

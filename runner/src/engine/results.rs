@@ -48,6 +48,8 @@ pub fn result_template(plan: &LabPlan, variant: &VariantPlan, outcome: Outcome) 
         counter: None,
         checked: plan.checks.get(variant.check).map(|check| check.describe()),
         other_kernels,
+        params: Some(variant.params.clone()),
+        sampling_seconds: None,
     }
 }
 

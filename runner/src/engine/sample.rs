@@ -11,6 +11,27 @@ use kernelbook_core::spec::ElemType;
 use kernelbook_core::stats::Summary;
 use std::time::Instant;
 
+/// A variant's outcome, its own counter's values, and the seconds its samples took.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timed {
+    pub outcome: Outcome,
+    pub counter: Option<CounterResult>,
+    /// Wall-clock seconds from the first sample to the last (flushes and restores included),
+    /// what nvbench calls a state's cold walltime; `None` where it was not timed.
+    pub sampling_seconds: Option<f64>,
+}
+
+impl Timed {
+    /// An outcome without samples.
+    pub fn untimed(outcome: Outcome) -> Timed {
+        Timed {
+            outcome,
+            counter: None,
+            sampling_seconds: None,
+        }
+    }
+}
+
 /// What a variant's check compares against.
 #[derive(Debug, Clone, Copy)]
 pub struct Expectation<'a> {
@@ -43,7 +64,7 @@ pub fn verify_and_time(
     sampling: &Sampling<'_>,
     scratch: &mut Vec<u8>,
     progress: &mut dyn Progress,
-) -> Result<(Outcome, Option<CounterResult>), DeviceError> {
+) -> Result<Timed, DeviceError> {
     let timed: Vec<Op<'_>> = prepared.timed.iter().map(|step| step.op()).collect();
     let op = match timed.as_slice() {
         [one] => *one,
@@ -62,7 +83,7 @@ pub fn verify_and_time(
             ..*expectation
         };
         if let Some(mismatch) = verify(device, prepared, &op, poisoned, &verified, scratch)? {
-            return Ok((Outcome::WrongResult { mismatch }, None));
+            return Ok(Timed::untimed(Outcome::WrongResult { mismatch }));
         }
     } else {
         run_once(device, prepared, &op, poisoned)?;
@@ -144,7 +165,7 @@ fn time(
     op: &Op<'_>,
     sampling: &Sampling<'_>,
     progress: &mut dyn Progress,
-) -> Result<(Outcome, Option<CounterResult>), DeviceError> {
+) -> Result<Timed, DeviceError> {
     let rule = &sampling.timing.rule;
     let started = Instant::now();
     let mut samples = Vec::new();
@@ -167,6 +188,7 @@ fn time(
         }
         progress.samples(samples.len());
     };
+    let sampling_seconds = started.elapsed().as_secs_f64();
     let summary = Summary::of(&samples)
         .ok_or_else(|| DeviceError::new("timing", format!("no valid samples (got {samples:?})")))?;
     let counter = sampling.counter.map(|(_, c)| CounterResult {
@@ -174,13 +196,14 @@ fn time(
         per: c.per,
         values: counted,
     });
-    Ok((
-        Outcome::Measured {
+    Ok(Timed {
+        outcome: Outcome::Measured {
             noisy: summary.is_noisy(rule),
             summary,
             stop_reason,
             samples_ms: samples,
         },
         counter,
-    ))
+        sampling_seconds: Some(sampling_seconds),
+    })
 }

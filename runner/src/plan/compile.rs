@@ -8,7 +8,7 @@ use super::{
 };
 use crate::references::{self, Comparison};
 use kernelbook_core::expr::{Expr, Params};
-use kernelbook_core::results::Work;
+use kernelbook_core::results::{VariantParams, Work};
 use kernelbook_core::spec::{
     ArgSpec, ArgValue, Builtin, BuiltinCheck, BytesMoved, CheckKind, CheckSpec, DeviceParams,
     ElemType, Fill, LabError, LabSpec, LaunchSpec, PythonCheck, ScalarType, VariantSpec,
@@ -218,6 +218,10 @@ impl PlanCompiler<'_> {
             unsupported: variant
                 .required_capability()
                 .and_then(|required| super::hardware::unsupported_on(self.target, required)),
+            params: VariantParams {
+                own: variant.params.clone(),
+                sweep: variant.sweep_origin.clone(),
+            },
         })
     }
 

@@ -7,6 +7,10 @@
 
 use super::LabPlan;
 use kernelbook_core::results::{DeviceInfo, FORMAT_VERSION};
+
+/// The version the counters' key is hashed with: format 2 of the results file added each
+/// variant's parameters, which no counter depends on, so counters taken before it stay valid.
+const COUNTER_FORMAT_VERSION: u32 = 1;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -110,7 +114,7 @@ impl LabPlan {
         };
         let material = CounterMaterial {
             runner_version: env!("CARGO_PKG_VERSION"),
-            format_version: FORMAT_VERSION,
+            format_version: COUNTER_FORMAT_VERSION,
             device,
             tool,
             metrics,

@@ -23,7 +23,7 @@ pub use key::Toolchain;
 use crate::references::Comparison;
 use kernelbook_core::KernelSource;
 use kernelbook_core::expr::Params;
-use kernelbook_core::results::{DeviceInfo, Work};
+use kernelbook_core::results::{DeviceInfo, VariantParams, Work};
 use kernelbook_core::spec::{CompareRule, DeviceParams, ElemType, Fill, Swizzle};
 use kernelbook_core::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
@@ -224,6 +224,10 @@ pub struct VariantPlan {
     /// says so instead of running.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsupported: Option<String>,
+    /// The variant's own parameters and the sweep it comes from: its results keep them, and
+    /// the cache key holds them with the rest of the plan.
+    #[serde(default)]
+    pub params: VariantParams,
 }
 
 /// What a variant runs: one kind of operation each (see the `ops` module of this crate, which prepares each).

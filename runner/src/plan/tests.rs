@@ -400,6 +400,34 @@ fn a_sweep_compiles_to_one_variant_per_value_and_its_errors_name_the_entry() {
     assert_eq!(names, ["scalar_16k", "scalar_32k"]);
     assert_eq!(main_launch(&plan, 1).grid, [32, 1, 1]);
     assert_eq!(main_launch(&plan, 1).shared_bytes, 32768);
+    // Each variant keeps its swept value and its entry, and the results row takes them.
+    let second = &plan.variants[1];
+    assert_eq!(second.params.own, Params::from([("kb".into(), 32)]));
+    let sweep = second.params.sweep.as_ref().expect("a variant of a sweep");
+    assert_eq!(sweep.entry, "scalar_{kb}k");
+    assert_eq!(sweep.axes.len(), 1);
+    assert!(!sweep.axes[0].pow2);
+    let row = crate::engine::result_template(
+        &plan,
+        second,
+        kernelbook_core::results::Outcome::Unavailable { reason: "-".into() },
+    );
+    assert_eq!(row.params.as_ref(), Some(&second.params));
+    assert_eq!(
+        row.all_params(&plan.params).map(|all| all["kb"]),
+        Some(32),
+        "the swept value, not the lab's"
+    );
+    let pow2 = plan_for(
+        &text.replace("kb = [16, 32]", "kb = { pow2 = [16, 32] }"),
+        &Target::of(&h200()),
+    )
+    .expect("plan");
+    assert_ne!(
+        pow2.key(&toolchain()),
+        plan.key(&toolchain()),
+        "how a sweep is written is in the key's provenance"
+    );
     // 512 KiB of shared memory passes at load (an expression, well formed) and not against the
     // device's limit: the error is at the entry's name.
     let err = plan_for(
