@@ -5,6 +5,7 @@ mod export;
 mod gpus;
 mod math_cache;
 mod output;
+mod paths;
 mod progress;
 mod project;
 mod serve;

@@ -85,6 +85,16 @@ impl Project {
         Ok(())
     }
 
+    /// The folders no command writes into: the chapters' (book.toml's `src`).
+    pub fn sources(&self) -> Vec<PathBuf> {
+        vec![self.root.join(&self.book.config.book.src)]
+    }
+
+    /// `given` checked as a place for `what` to write ([`crate::paths::writable`]).
+    pub fn writable(&self, given: &Path, what: &str) -> anyhow::Result<PathBuf> {
+        crate::paths::writable(given, what, &self.root, &self.sources())
+    }
+
     /// The book's recordings, a folder per GPU (book.toml's `recordings`).
     pub fn recordings(&self) -> anyhow::Result<Recordings> {
         recordings(&self.root, &self.book.config)
