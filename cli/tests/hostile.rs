@@ -123,3 +123,233 @@ fn record_never_writes_outside_the_project_through_a_relative_path() {
     assert!(elsewhere.join("fake-gpu-fake/copy.json").is_file());
 }
 
+// ---- B. hangs, aborts, orphans -----------------------------------------------------------
+
+/// A `python3` with NumPy: `KERNELBOOK_PYTHON`, else `python3`; `None` (the test says it is
+/// skipped) without one.
+fn python_with_numpy() -> Option<String> {
+    let python = std::env::var("KERNELBOOK_PYTHON").unwrap_or_else(|_| "python3".into());
+    let ok = Command::new(&python)
+        .args(["-c", "import numpy"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("skipped: no python3 with NumPy (set KERNELBOOK_PYTHON)");
+    }
+    ok.then_some(python)
+}
+
+/// Whether process `pid` is still running (a zombie is not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z')
+    })
+}
+
+/// A copy of `tests/author-labs` whose NumPy reference starts `sleep 300` and writes its pid
+/// to `pid_file`, then sleeps `stall` seconds itself.
+fn book_whose_reference_starts_a_child(pid_file: &Path, stall: u32) -> tempfile::TempDir {
+    let book = tempfile::tempdir().expect("tempdir");
+    support::copy_dir(&support::repo().join("tests/author-labs"), book.path());
+    let chapter = book.path().join("src/axpy.md");
+    let text = std::fs::read_to_string(&chapter).expect("axpy.md");
+    let spawning = format!(
+        "def axpy_ref(x, y, a):\n    import subprocess, time\n    child = subprocess.Popen([\"sleep\", \"300\"])\n    \
+         open({:?}, \"w\").write(str(child.pid))\n    time.sleep({stall})\n",
+        pid_file.display().to_string()
+    );
+    let text = text.replace("def axpy_ref(x, y, a):\n", &spawning);
+    std::fs::write(&chapter, text).expect("write");
+    book
+}
+
+fn wait_for_pid(pid_file: &Path, child: &mut std::process::Child) -> u32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            return pid;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("kernelbook ended ({status}) before the reference started its child");
+        }
+        assert!(std::time::Instant::now() < deadline, "no pid after 120 s");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+fn assert_ends_soon(pid: u32, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running(pid) {
+        if std::time::Instant::now() > deadline {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            panic!("{what}: the reference's child {pid} is still running");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A NumPy reference's child process dies with the build: when the build ends, and when
+/// kernelbook is killed in the middle of it.
+#[test]
+fn a_numpy_references_child_dies_with_the_build() {
+    let Some(python) = python_with_numpy() else {
+        return;
+    };
+    for (stall, killed) in [(0, false), (60, true)] {
+        let pids = tempfile::tempdir().expect("tempdir");
+        let pid_file = pids.path().join("child.pid");
+        let book = book_whose_reference_starts_a_child(&pid_file, stall);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+            .arg("--root")
+            .arg(book.path())
+            .args(["build", "--no-counters"])
+            .env("KERNELBOOK_DEVICE", "fake")
+            .env("KERNELBOOK_PYTHON", &python)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("kernelbook starts");
+        let pid = wait_for_pid(&pid_file, &mut child);
+        if killed {
+            child.kill().expect("SIGKILL");
+        }
+        let _ = child.wait();
+        assert_ends_soon(pid, if killed { "killed" } else { "ended" });
+    }
+}
+
+/// `kernelbook ARGS…` on the book at `root`, killed (and the test failed) if it has not ended
+/// within `limit` seconds: a hang is a failure, not a stuck test.
+fn kernelbook_within(root: &Path, args: &[&str], limit: u64) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(root)
+        .args(args)
+        .env("KERNELBOOK_DEVICE", "fake")
+        .env("KERNELBOOK_FAKE_DEVICES", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kernelbook starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(limit);
+    while child.try_wait().expect("wait").is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("kernelbook {args:?} did not end within {limit} s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn mkfifo(path: &Path) -> bool {
+    let made = Command::new("mkfifo").arg(path).status();
+    let ok = made.is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: mkfifo is not available");
+    }
+    ok
+}
+
+/// A FIFO or a link to `/dev/zero` where a chapter, an included file or a lab file should be:
+/// a clear error naming it, at once, never a hang or a read until memory runs out.
+#[cfg(unix)]
+#[test]
+fn special_files_as_sources_are_refused_at_once() {
+    // (the special file, what it is, a chapter that includes it and the line that does)
+    type Case<'a> = (&'a str, &'a str, Option<(&'a str, &'a str)>);
+    let cases: [Case<'_>; 5] = [
+        ("src/copy.md", "fifo", None),
+        ("src/copy.md", "zero", None),
+        ("labs/copy.toml", "fifo", None),
+        ("labs/copy.toml", "zero", None),
+        (
+            "src/part.md",
+            "fifo",
+            Some(("src/copy.md", "\n{{#include part.md}}\n")),
+        ),
+    ];
+    for (file, kind, include) in cases {
+        let book = gpus_book();
+        let path = book.path().join(file);
+        let _ = std::fs::remove_file(&path);
+        match kind {
+            "fifo" if !mkfifo(&path) => return,
+            "fifo" => {}
+            _ => std::os::unix::fs::symlink("/dev/zero", &path).expect("symlink"),
+        }
+        if let Some((chapter, line)) = include {
+            let at = book.path().join(chapter);
+            let text = std::fs::read_to_string(&at).expect("chapter") + line;
+            std::fs::write(&at, text).expect("write");
+        }
+        for command in [&["build"][..], &["list"][..]] {
+            let output = kernelbook_within(book.path(), command, 60);
+            let err = stderr(&output);
+            assert!(!output.status.success(), "{file} ({kind}), {command:?}");
+            let name = Path::new(file)
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or(file);
+            assert!(err.contains(name), "{file} ({kind}), {command:?}: {err}");
+            assert!(
+                err.contains("not a regular file"),
+                "{file} ({kind}), {command:?}: {err}"
+            );
+        }
+    }
+}
+
+/// `kernelbook check EXERCISE FILE` with a FIFO or `/dev/zero` as FILE.
+#[cfg(unix)]
+#[test]
+fn a_special_file_as_checks_file_is_refused_at_once() {
+    let book = tempfile::tempdir().expect("tempdir");
+    support::copy_dir(&support::repo().join("tests/serve-book"), book.path());
+    let fifo = book.path().join("mine.cu");
+    if !mkfifo(&fifo) {
+        return;
+    }
+    for file in [fifo.as_path(), Path::new("/dev/zero")] {
+        let path = file.to_str().expect("utf-8");
+        let output = kernelbook_within(book.path(), &["check", "copy_exercise", path], 60);
+        let err = stderr(&output);
+        assert!(!output.status.success(), "{path}");
+        assert!(
+            err.contains(path) && err.contains("not a regular file"),
+            "{err}"
+        );
+    }
+}
+
+/// `{{#value}}` written 100,000 times in a chapter builds in seconds, not hours: no step of
+/// the scan or the splice goes over the chapter once per figure.
+#[test]
+fn a_hundred_thousand_figures_do_not_hang_the_build() {
+    let book = gpus_book();
+    let chapter = book.path().join("src/copy.md");
+    let mut text = std::fs::read_to_string(&chapter).expect("chapter");
+    text.push_str("\nOn one line: ");
+    text.push_str(&"{{#value copy.scalar.gbs}} ".repeat(50_000));
+    text.push('\n');
+    for _ in 0..50_000 {
+        text.push_str("A line of its own: {{#value copy.scalar.gbs}}\n");
+    }
+    std::fs::write(&chapter, text).expect("write");
+    let started = std::time::Instant::now();
+    let output = kernelbook_within(book.path(), &["build", "--recorded"], 300);
+    assert!(output.status.success(), "{}", stderr(&output));
+    eprintln!(
+        "100,000 figures built in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}

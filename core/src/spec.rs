@@ -218,10 +218,10 @@ pub enum LabFile {
 
 /// Reads a lab file's text; an unreadable file is an error at line 1.
 fn read_lab(path: &Path) -> Result<String, LabError> {
-    std::fs::read_to_string(path).map_err(|err| LabError {
+    crate::textfile::read_text(path, crate::textfile::MOST_BYTES).map_err(|err| LabError {
         file: path.to_path_buf(),
         line: 1,
-        message: format!("cannot read the lab file: {err}"),
+        message: format!("cannot read the lab file: {}", err.reason),
     })
 }
 

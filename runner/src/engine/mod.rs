@@ -128,6 +128,7 @@ pub fn run(
             .map(|(_, v, _)| *v)
             .filter(|v| v.unsupported.is_none()),
     );
+    buffers::check_host_memory(plan, buffers::available_host_memory())?;
     let mut kernels = ops::kernel::Kernels::start(plan, &builds, ahead.compiles());
     let LabInputs {
         host,
