@@ -126,12 +126,25 @@ impl Project {
 /// any text source may be. mdBook reads every chapter and copies every other file.
 pub fn check_sources(root: &Path) -> anyhow::Result<()> {
     let toml = root.join("book.toml");
+    if !toml.exists() {
+        bail!("{}", no_book_here(root));
+    }
     let text = kernelbook_core::textfile::read_text(&toml, kernelbook_core::textfile::MOST_BYTES)
         .map_err(|err| anyhow!("{err}"))?;
     let config: mdbook_driver::config::Config = text
         .parse()
         .with_context(|| format!("{}: not a book's settings", toml.display()))?;
     check_folder(&root.join(&config.book.src), 0)
+}
+
+/// What a command that needs a book says where there is none.
+pub fn no_book_here(root: &Path) -> String {
+    let shown = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    format!(
+        "there is no book.toml in {}: this is not a book's folder. Run kernelbook in the folder \
+         that holds book.toml, or name that folder with --root DIR",
+        shown.display()
+    )
 }
 
 fn check_folder(dir: &Path, depth: usize) -> anyhow::Result<()> {

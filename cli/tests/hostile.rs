@@ -353,3 +353,179 @@ fn a_hundred_thousand_figures_do_not_hang_the_build() {
         started.elapsed().as_secs_f64()
     );
 }
+
+// ---- C. silent wrong, unclear ------------------------------------------------------------
+
+/// `kernelbook --help` into a full disk fails; into a pipe closed early it does not.
+#[cfg(target_os = "linux")]
+#[test]
+fn help_that_cannot_be_written_is_a_failure() {
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full");
+    for args in [
+        &["--help"][..],
+        &["build", "--help"][..],
+        &["--version"][..],
+    ] {
+        let status = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+            .args(args)
+            .stdout(full.try_clone().expect("dup"))
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("runs");
+        assert!(!status.success(), "{args:?} > /dev/full: {status}");
+    }
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--help")
+        .output()
+        .expect("runs");
+    assert!(output.status.success());
+    assert!(text(&output.stdout).contains("Usage"));
+}
+
+/// A copy of `tests/gpus-book` with `text` added to its chapter `src/copy.md`.
+fn book_with_chapter_line(text: &str) -> tempfile::TempDir {
+    let book = gpus_book();
+    let chapter = book.path().join("src/copy.md");
+    let written = std::fs::read_to_string(&chapter).expect("chapter");
+    std::fs::write(&chapter, format!("{written}\n{text}\n")).expect("write");
+    book
+}
+
+/// The line of `src/copy.md` that holds `needle`.
+fn line_of(book: &Path, needle: &str) -> usize {
+    let text = std::fs::read_to_string(book.join("src/copy.md")).expect("chapter");
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("the line")
+        + 1
+}
+
+/// What was accepted without a word is an error at its chapter's line: a diagram's counters
+/// from a lab that is not profiled, an include of nothing or of a folder.
+#[test]
+fn chapter_mistakes_are_errors_at_their_line() {
+    let cases = [
+        (
+            r#"{{#banks index="32 * t + c" c=3 lab=copy variant=scalar}}"#,
+            "is not profiled",
+        ),
+        ("{{#include missing.md}}", "No such file"),
+        ("{{#include .}}", "a folder"),
+    ];
+    for (line, says) in cases {
+        let book = book_with_chapter_line(line);
+        let at = format!("src/copy.md:{}", line_of(book.path(), line));
+        for command in [&["build"][..], &["list"][..]] {
+            if command == ["list"] && line.starts_with("{{#banks") {
+                continue; // list does not draw diagrams; build does
+            }
+            let output = kernelbook_within(book.path(), command, 120);
+            let err = stderr(&output);
+            assert!(!output.status.success(), "{line}, {command:?}: accepted");
+            assert!(err.contains(&at) && err.contains(says), "{line}: {err}");
+        }
+    }
+}
+
+/// A builtin row with a launch shape or a minimum architecture is refused at its lab file's
+/// line: the runner launches builtins itself, and would ignore both.
+#[test]
+fn a_builtin_with_a_grid_or_requires_is_refused_at_its_line() {
+    for field in ["grid = [4]", "requires = \"sm_90\""] {
+        let book = gpus_book();
+        let lab = book.path().join("labs/copy.toml");
+        let text = std::fs::read_to_string(&lab).expect("lab");
+        assert!(
+            text.contains("builtin = \"memcpy\"\n"),
+            "the fixture has a builtin"
+        );
+        let text = text.replacen(
+            "builtin = \"memcpy\"\n",
+            &format!("builtin = \"memcpy\"\n{field}\n"),
+            1,
+        );
+        std::fs::write(&lab, &text).expect("write");
+        let at = text.lines().position(|l| l == field).expect("the line") + 1;
+        let output = kernelbook_within(book.path(), &["list"], 60);
+        let err = stderr(&output);
+        assert!(!output.status.success(), "{field}: accepted");
+        assert!(err.contains(&format!("copy.toml:{at}")), "{field}: {err}");
+        assert!(err.contains("takes no"), "{field}: {err}");
+    }
+}
+
+/// Output paths that cannot be written say which path and what to do, before any measuring.
+#[test]
+fn impossible_output_paths_name_the_path_and_what_to_do() {
+    let book = gpus_book();
+    let root = book.path();
+    let file = root.join("notes.txt");
+    std::fs::write(&file, "mine").expect("write");
+    let file_arg = file.to_str().expect("utf-8");
+    let under_file = file.join("x.json");
+    let cases: [(Vec<&str>, &str); 4] = [
+        (
+            vec!["merge", "--into", file_arg, "labs/recorded"],
+            "not a folder",
+        ),
+        (vec!["record", "copy", "--out", file_arg], "not a folder"),
+        (
+            vec!["run", "copy", "--json", under_file.to_str().expect("utf-8")],
+            "is a file, not a folder",
+        ),
+        (
+            vec!["run", "copy", "--json", "/proc/kernelbook/x.json"],
+            "cannot make its folder",
+        ),
+    ];
+    for (args, says) in cases {
+        let output = kernelbook_in(root, &args);
+        let err = stderr(&output);
+        assert!(!output.status.success(), "{args:?}: accepted");
+        let named = args.last().expect("a path");
+        let named = if args[0] == "merge" { args[2] } else { named };
+        assert!(err.contains(named) && err.contains(says), "{args:?}: {err}");
+        assert!(
+            !err.contains("os error 20)\n") || err.contains(says),
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&file).expect("kept"), "mine");
+}
+
+/// `merge` copies recordings only from inside its sources: a link out of one is refused.
+#[cfg(unix)]
+#[test]
+fn merge_refuses_a_source_holding_a_link_out_of_it() {
+    let book = gpus_book();
+    let root = book.path();
+    let outside = tempfile::tempdir().expect("tempdir");
+    std::fs::write(outside.path().join("copy.json"), "{}").expect("write");
+    let source = root.join("results");
+    std::fs::create_dir_all(source.join("gpu-a")).expect("mkdir");
+    std::os::unix::fs::symlink(
+        outside.path().join("copy.json"),
+        source.join("gpu-a/copy.json"),
+    )
+    .expect("symlink");
+    let output = kernelbook_in(root, &["merge", "--into", "merged", "results"]);
+    let err = stderr(&output);
+    assert!(!output.status.success(), "accepted");
+    assert!(err.contains("symbolic link out of results"), "{err}");
+    assert!(!root.join("merged").exists(), "nothing merged");
+}
+
+/// An empty SUMMARY.md is blamed on SUMMARY.md, not on a lab whose kernels it does not list.
+#[test]
+fn an_empty_summary_is_blamed_on_summary_md() {
+    let book = gpus_book();
+    std::fs::write(book.path().join("src/SUMMARY.md"), "").expect("write");
+    let output = kernelbook_within(book.path(), &["list"], 60);
+    let err = stderr(&output);
+    assert!(!output.status.success());
+    assert!(err.contains("SUMMARY.md: it lists no chapter"), "{err}");
+    assert!(!err.contains("copy.toml"), "{err}");
+}

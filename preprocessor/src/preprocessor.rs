@@ -262,6 +262,12 @@ pub fn load_book_parts(
     labs_dir: &Path,
     includes: Includes,
 ) -> anyhow::Result<(BookIndex, Labs)> {
+    if book.chapters().next().is_none() {
+        bail!(
+            "{}: it lists no chapter; list them as `- [Title](file.md)`, one a line",
+            src_dir.join("SUMMARY.md").display()
+        );
+    }
     let index = index_book_at(book, root, src_dir, includes).map_err(|errors| {
         anyhow::anyhow!(
             "{}",

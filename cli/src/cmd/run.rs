@@ -33,6 +33,29 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::load(ctx)?;
     let overrides: Params = args.set.iter().cloned().collect();
     let lab = project.lab(&args.lab, &overrides)?;
+    // Where the results go is checked before anything is measured.
+    let json = match &args.json {
+        Some(path) if path.is_dir() => anyhow::bail!(
+            "--json {}: this is a folder; name the file to write, e.g. {}",
+            path.display(),
+            path.join(format!("{}.json", lab.name)).display()
+        ),
+        Some(path) => {
+            let path = project.writable(path, "--json")?;
+            if let Some(folder) = path.parent() {
+                std::fs::create_dir_all(folder).map_err(|err| {
+                    anyhow::anyhow!(
+                        "--json {}: cannot make its folder {} ({err}); name a file in a folder \
+                         you can write",
+                        path.display(),
+                        folder.display()
+                    )
+                })?;
+            }
+            Some(path)
+        }
+        None => None,
+    };
     let kernels = project.kernels_for(&lab);
     let request = LabRequest {
         lab: &lab,
@@ -47,9 +70,9 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| Err(RunError::lab(&lab.name, "not measured")))
     });
     if let [only] = &measured[..] {
-        return print_one(&lab, only, args.json.as_deref());
+        return print_one(&lab, only, json.as_deref());
     }
-    print_side_by_side(&lab, &gpus, measured, args.json.as_deref())
+    print_side_by_side(&lab, &gpus, measured, json.as_deref())
 }
 
 /// One GPU's table, as `run` prints it without `--devices`: its exit status is 2 when a
@@ -64,7 +87,7 @@ fn print_one(
         Err(err) => anyhow::bail!("{err}"),
     };
     if let Some(path) = json {
-        kernelbook_runner::store::write_results(path, results)?;
+        write_json(path, results)?;
     }
     let view = lab_view(
         lab,
@@ -81,6 +104,16 @@ fn print_one(
         ExitCode::from(2)
     };
     Ok(output::verdict(printed, code)?)
+}
+
+/// Writes `results` to the `--json` file `path`, an error naming it and what to do.
+fn write_json(path: &std::path::Path, results: &LabResults) -> anyhow::Result<()> {
+    kernelbook_runner::store::write_results(path, results).map_err(|err| {
+        anyhow::anyhow!(
+            "--json {}: cannot write it ({err}); name a file in a folder you can write",
+            path.display()
+        )
+    })
 }
 
 /// Each GPU's table under its name, then the GPUs side by side; exit status 2 when a GPU could
@@ -106,7 +139,7 @@ fn print_side_by_side(
                             .unwrap_or("results"),
                         gpu.folder()
                     ));
-                    kernelbook_runner::store::write_results(&file, &results)?;
+                    write_json(&file, &results)?;
                 }
                 LabOutcome::Measured {
                     results,
