@@ -529,3 +529,201 @@ fn an_empty_summary_is_blamed_on_summary_md() {
     assert!(err.contains("SUMMARY.md: it lists no chapter"), "{err}");
     assert!(!err.contains("copy.toml"), "{err}");
 }
+
+// ---- D. messages ---------------------------------------------------------------------------
+
+/// `kernelbook ARGS…` in `cwd` on this machine's own devices (no fake one).
+fn kernelbook_here(cwd: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .current_dir(cwd)
+        .args(args)
+        .env_remove("KERNELBOOK_DEVICE")
+        .output()
+        .expect("kernelbook runs")
+}
+
+fn no_gpu_here() -> bool {
+    let none = !kernelbook_runner::backend::cuda::driver_present();
+    if !none {
+        eprintln!("skipped: this machine has a CUDA driver");
+    }
+    none
+}
+
+/// Without a GPU, `run` and `record` say what to do; `profile` says it once for every lab;
+/// `info` still reports NVRTC where it is.
+#[test]
+fn without_a_gpu_each_command_says_what_to_do_once() {
+    if !no_gpu_here() {
+        return;
+    }
+    let book = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        support::repo().join("book.toml"),
+        book.path().join("book.toml"),
+    )
+    .expect("toml");
+    support::copy_dir(&support::repo().join("book"), &book.path().join("book"));
+    support::copy_dir(&support::repo().join("labs"), &book.path().join("labs"));
+    for args in [&["run", "transpose"][..], &["record", "transpose"][..]] {
+        let output = kernelbook_here(book.path(), args);
+        let err = stderr(&output);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            err.contains("`kernelbook build` shows the recorded results")
+                && err.contains("install the NVIDIA driver"),
+            "{args:?}: {err}"
+        );
+    }
+    let output = kernelbook_here(book.path(), &["profile"]);
+    let said = text(&output.stdout);
+    assert!(!output.status.success());
+    assert_eq!(
+        said.lines()
+            .filter(|l| l.starts_with("not profiled"))
+            .count(),
+        1,
+        "once for every lab: {said}"
+    );
+    let output = kernelbook_here(book.path(), &["info"]);
+    let said = text(&output.stdout);
+    assert!(said.contains("compiler: "), "{said}");
+    if kernelbook_runner::backend::cuda::nvrtc_present() {
+        assert!(
+            said.contains("compiler: NVRTC 1") && said.contains("libnvrtc"),
+            "{said}"
+        );
+    } else {
+        assert!(
+            said.contains("NVRTC not found") && said.contains("pip install"),
+            "{said}"
+        );
+    }
+}
+
+/// Outside a book's folder, the commands that need one say there is no book.toml and how to
+/// name the book.
+#[test]
+fn outside_a_book_folder_commands_say_there_is_no_book_toml() {
+    let empty = tempfile::tempdir().expect("tempdir");
+    for args in [
+        &["list"][..],
+        &["build"][..],
+        &["run", "transpose"][..],
+        &["merge", "--into", "merged", "labs/recorded"][..],
+    ] {
+        let output = kernelbook_here(empty.path(), args);
+        let err = stderr(&output);
+        assert!(!output.status.success(), "{args:?}");
+        assert!(
+            err.contains("there is no book.toml in") && err.contains("--root"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("SUMMARY.md"), "{args:?}: {err}");
+    }
+}
+
+/// A kernel that does not compile: a plain build still succeeds, and says so on the terminal
+/// at the chapter's line; `--strict` fails.
+#[test]
+fn a_kernel_that_does_not_compile_is_named_on_the_terminal() {
+    let book = gpus_book();
+    let chapter = book.path().join("src/copy.md");
+    let text_before = std::fs::read_to_string(&chapter).expect("chapter");
+    let broken = text_before.replacen(
+        "    int i = blockIdx.x",
+        "#error broken on purpose\n    int i = blockIdx.x",
+        1,
+    );
+    std::fs::write(&chapter, &broken).expect("write");
+    let line = broken
+        .lines()
+        .position(|l| l.contains("#error"))
+        .expect("line")
+        + 1;
+    let output = kernelbook_within(book.path(), &["build", "--no-counters"], 120);
+    let err = stderr(&output);
+    assert!(output.status.success(), "{err}");
+    assert!(err.contains("did not compile"), "{err}");
+    assert!(err.contains(&format!("src/copy.md:{line}")), "{err}");
+    let output = kernelbook_within(book.path(), &["build", "--strict"], 120);
+    assert!(!output.status.success(), "--strict fails");
+}
+
+/// `compile NAME` gives the compiler's errors at the chapter's line, as `build` does.
+#[test]
+fn compile_reports_errors_at_the_chapters_line() {
+    if !kernelbook_runner::backend::cuda::nvrtc_present() {
+        eprintln!("skipped: NVRTC is not installed here");
+        return;
+    }
+    let book = gpus_book();
+    let chapter = book.path().join("src/copy.md");
+    let before = std::fs::read_to_string(&chapter).expect("chapter");
+    let broken = before.replacen("if (i < n) dst[i] = src[i];", "undefined_name = 1;", 1);
+    std::fs::write(&chapter, &broken).expect("write");
+    let line = broken
+        .lines()
+        .position(|l| l.contains("undefined_name"))
+        .expect("line")
+        + 1;
+    let output = kernelbook_here(book.path(), &["compile", "copy_scalar"]);
+    let err = stderr(&output);
+    assert!(!output.status.success());
+    assert!(
+        err.contains(&format!(
+            "src/copy.md:{line}: error: identifier \"undefined_name\""
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("copy_scalar.cu("), "{err}");
+}
+
+/// The notes under the tables and beside the diagrams show names as code, not in backticks.
+#[test]
+fn notes_show_no_literal_backticks() {
+    let book = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        support::repo().join("book.toml"),
+        book.path().join("book.toml"),
+    )
+    .expect("toml");
+    support::copy_dir(&support::repo().join("book"), &book.path().join("book"));
+    support::copy_dir(&support::repo().join("labs"), &book.path().join("labs"));
+    let output = kernelbook_within(book.path(), &["build", "--recorded", "--no-counters"], 600);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let mut pages = vec![book.path().join("target/book")];
+    let mut seen = 0;
+    while let Some(dir) = pages.pop() {
+        for entry in std::fs::read_dir(&dir).expect("dir").flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pages.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "html") || path.ends_with("print.html") {
+                continue;
+            }
+            let html = std::fs::read_to_string(&path).expect("page");
+            let classes = [
+                ("<p class=\"kernelbook-note", "</p>"),
+                ("<caption>", "</caption>"),
+                ("kernelbook-diagram-verdict", "</p>"),
+            ];
+            for (class, close) in classes {
+                for piece in html.split(class).skip(1) {
+                    seen += 1;
+                    let end = piece.find(close).unwrap_or(piece.len());
+                    let shown = &piece[..end];
+                    assert!(
+                        !shown.contains('`') && !shown.contains("&#x60;"),
+                        "{}: {}",
+                        path.display(),
+                        &shown[..shown.len().min(200)]
+                    );
+                }
+            }
+        }
+    }
+    assert!(seen > 20, "the notes were found ({seen})");
+}

@@ -447,15 +447,17 @@ impl KernelbookPreprocessor {
         Ok(outcomes)
     }
 
-    /// The HTML of every lab the book shows, by name, and the problems `--strict` fails on (each
-    /// at the first directive that shows the lab).
+    /// The HTML of every lab the book shows, by name, the problems `--strict` fails on (each
+    /// at the first directive that shows the lab), and of those the kernels that do not
+    /// compile, which the terminal hears of even without `--strict`.
     fn render_labs(
         &self,
         index: &BookIndex,
         labs: &Labs,
         outcomes: &BTreeMap<&str, LabOutcome>,
-    ) -> anyhow::Result<(BTreeMap<String, String>, Vec<String>)> {
+    ) -> anyhow::Result<RenderedLabs> {
         let mut failures = Vec::new();
+        let mut compile = Vec::new();
         let mut rendered: BTreeMap<String, String> = BTreeMap::new();
         for directive in index.chapters.values().flat_map(|scan| &scan.directives) {
             if rendered.contains_key(&directive.lab) {
@@ -477,6 +479,12 @@ impl KernelbookPreprocessor {
                 _ => None,
             };
             let view = lab_view_beside(lab, outcome, recorded.as_ref());
+            compile.extend(view.problems.iter().map(|problem| {
+                format!(
+                    "{}: lab `{}`: {}\n{}",
+                    directive.location, lab.name, problem.title, problem.detail
+                )
+            }));
             failures.extend(
                 view.failures()
                     .into_iter()
@@ -488,9 +496,13 @@ impl KernelbookPreprocessor {
                 .with_context(|| format!("rendering lab `{}`", lab.name))?;
             rendered.insert(directive.lab.clone(), html);
         }
-        Ok((rendered, failures))
+        Ok((rendered, failures, compile))
     }
 }
+
+/// What [`KernelbookPreprocessor::render_labs`] gives: the HTML by lab, the problems, the
+/// compile errors.
+type RenderedLabs = (BTreeMap<String, String>, Vec<String>, Vec<String>);
 
 impl KernelbookPreprocessor {
     /// The HTML of every diagram, by chapter. A diagram whose lab was measured here without
@@ -974,7 +986,14 @@ impl Preprocessor for KernelbookPreprocessor {
         let outcomes = self.lab_outcomes(&pairs)?;
         let shown_specs: Vec<&LabSpec> = pairs.iter().map(|(lab, _)| *lab).collect();
         let comparisons = self.render_comparisons(ctx, (&index, &labs), &shown_specs, &outcomes)?;
-        let (rendered, mut failures) = self.render_labs(&index, &labs, &outcomes)?;
+        let (rendered, mut failures, compile) = self.render_labs(&index, &labs, &outcomes)?;
+        if !strict {
+            for error in &compile {
+                eprintln!(
+                    "kernelbook: warning: {error}\n(the page shows this; `build --strict` fails on it)"
+                );
+            }
+        }
         let diagrams = self.render_diagrams(&index, &labs, &outcomes)?;
         failures.extend(diagrams.values().flatten().flat_map(|d| d.failures.clone()));
         let diagrams: BTreeMap<PathBuf, Vec<String>> = diagrams

@@ -1050,6 +1050,7 @@ impl Templates {
     pub fn new() -> Self {
         let mut handlebars = Handlebars::new();
         handlebars.set_strict_mode(true);
+        handlebars.register_helper("code", Box::new(code_helper));
         // The template is part of the binary; a syntax error in it is a bug caught by the tests.
         for (name, text) in [
             ("lab", LAB_TEMPLATE),
@@ -1081,6 +1082,33 @@ impl Templates {
     }
 }
 
+handlebars::handlebars_helper!(code_helper: |text: str| code_spans(text));
+
+/// `text` as HTML, escaped, with each `name` in backticks shown as code (as the prose writes
+/// it) instead of with its backticks: a note's "the CPU reference `copy`". Use it as
+/// `{{{code note}}}` (its output is already escaped). A backtick without its pair stays.
+pub fn code_spans(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    let paired = parts.len() - usize::from(parts.len().is_multiple_of(2));
+    let mut html = String::with_capacity(text.len() + 16);
+    for (i, part) in parts.iter().enumerate() {
+        let escaped = handlebars::html_escape(part);
+        match (i % 2 == 1, i < paired) {
+            (true, true) => {
+                html.push_str("<code>");
+                html.push_str(&escaped);
+                html.push_str("</code>");
+            }
+            (true, false) => {
+                html.push('`');
+                html.push_str(&escaped);
+            }
+            (false, _) => html.push_str(&escaped),
+        }
+    }
+    html
+}
+
 /// `html` without its blank lines: markdown ends an HTML block at the first one.
 fn without_blank_lines(html: &str) -> String {
     html.lines()
@@ -1092,5 +1120,18 @@ fn without_blank_lines(html: &str) -> String {
 impl Default for Templates {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_in_backticks_become_code_and_everything_is_escaped() {
+        assert_eq!(
+            super::code_spans("the CPU reference `copy` & <b>`x`"),
+            "the CPU reference <code>copy</code> &amp; &lt;b&gt;<code>x</code>"
+        );
+        assert_eq!(super::code_spans("a ` alone"), "a ` alone");
+        assert_eq!(super::code_spans("`a` and `b"), "<code>a</code> and `b");
     }
 }
