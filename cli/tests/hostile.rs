@@ -96,11 +96,21 @@ fn record_never_writes_outside_the_project_through_a_relative_path() {
     let root = outer.path().join("a/b/book");
     support::copy_dir(&support::repo().join("tests/gpus-book"), &root);
     for args in [
-        ["record", "--folder", "../../x"],
-        ["record", "--folder", "../../../x"],
-        ["record", "--out", "../../x"],
+        &["record", "--folder", "../../x"][..],
+        &["record", "--folder", "../../../x"][..],
+        &["record", "--out", "../../x"][..],
+        &["export", "--format", "csv", "-o", "../../x"][..],
+        &[
+            "slurm",
+            "--dry-run",
+            "--gres",
+            "gpu:h200:1",
+            "--out",
+            "../../x",
+        ][..],
+        &["build", "--dest-dir", "../../x"][..],
     ] {
-        let output = kernelbook_in(&root, &args);
+        let output = kernelbook_in(&root, args);
         let err = stderr(&output);
         assert!(!output.status.success(), "{args:?} refused");
         assert!(err.contains("../"), "{args:?}: names the value: {err}");
