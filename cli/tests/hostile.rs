@@ -424,6 +424,7 @@ fn chapter_mistakes_are_errors_at_their_line() {
         ),
         ("{{#include missing.md}}", "No such file"),
         ("{{#include .}}", "a folder"),
+        ("{{#include /dev/zero}}", "a device"),
     ];
     for (line, says) in cases {
         let book = book_with_chapter_line(line);
