@@ -58,12 +58,19 @@ pub fn gpu_label(ordinal: usize, name: &str) -> String {
 /// A runner for each GPU `selection` picks, or why there are none (no GPU, or none of that
 /// name). Each measures on the vendor the machine was found to have, so that `auto` cannot
 /// mean CUDA for one GPU and HIP for the next.
+/// What to do where a command that measures finds no GPU.
+pub const NO_GPU_HERE: &str = "This command measures on a GPU. Without one, `kernelbook build` \
+shows the recorded results, `kernelbook compile NAME` compiles a kernel (NVRTC needs no GPU) and \
+`kernelbook info` says what was found; on a GPU machine, install the NVIDIA driver (libcuda.so.1) \
+or ROCm's HIP runtime (libamdhip64.so)";
+
 pub fn runners(
     project: &Project,
     selection: &DeviceSelection,
     mode: Mode,
 ) -> anyhow::Result<Vec<GpuRunner>> {
-    let (vendor, gpus) = backend::gpus(project.backend)?;
+    let (vendor, gpus) =
+        backend::gpus(project.backend).map_err(|why| anyhow::anyhow!("{why}. {NO_GPU_HERE}"))?;
     let ordinals = selection.resolve(&gpus)?;
     Ok(ordinals
         .into_iter()

@@ -5,6 +5,7 @@ mod export;
 mod gpus;
 mod math_cache;
 mod output;
+mod paths;
 mod progress;
 mod project;
 mod serve;
@@ -96,7 +97,10 @@ fn main() -> ExitCode {
             "kernelbook: cannot watch for Ctrl-C, which may leave child processes running: {err}"
         ));
     }
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return usage(&err),
+    };
     let device = match cli.device {
         Some(device) => device,
         None => match BackendChoice::from_env() {
@@ -145,5 +149,20 @@ fn main() -> ExitCode {
             }
             _ => code,
         },
+    }
+}
+
+/// What clap says for `--help`, `--version` or a command line it cannot parse, and its exit
+/// status: a help text that cannot be written (`kernelbook --help > /dev/full`) is a failure,
+/// not the success clap's own `exit` would report.
+fn usage(err: &clap::Error) -> ExitCode {
+    let printed = err.print().and_then(|()| std::io::stdout().flush());
+    match printed {
+        Ok(()) => ExitCode::from(u8::try_from(err.exit_code()).unwrap_or(2)),
+        Err(write) if write.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(write) => {
+            output::notice(&format!("kernelbook: cannot write the help: {write}"));
+            ExitCode::FAILURE
+        }
     }
 }

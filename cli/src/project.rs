@@ -35,6 +35,7 @@ pub struct Project {
 impl Project {
     pub fn load(ctx: &Context) -> anyhow::Result<Project> {
         let root = ctx.root.as_path();
+        check_sources(root)?;
         let book = MDBook::load(root)
             .with_context(|| format!("loading the book at {}", root.display()))?;
         let labs_dir = labs_dir(root, &book.config)?;
@@ -85,6 +86,16 @@ impl Project {
         Ok(())
     }
 
+    /// The folders no command writes into: the chapters' (book.toml's `src`).
+    pub fn sources(&self) -> Vec<PathBuf> {
+        vec![self.root.join(&self.book.config.book.src)]
+    }
+
+    /// `given` checked as a place for `what` to write ([`crate::paths::writable`]).
+    pub fn writable(&self, given: &Path, what: &str) -> anyhow::Result<PathBuf> {
+        crate::paths::writable(given, what, &self.root, &self.sources())
+    }
+
     /// The book's recordings, a folder per GPU (book.toml's `recordings`).
     pub fn recordings(&self) -> anyhow::Result<Recordings> {
         recordings(&self.root, &self.book.config)
@@ -108,6 +119,65 @@ impl Project {
         self.index
             .kernels_named(lab.kernel_refs().into_iter().map(|(k, _)| k))
     }
+}
+
+/// Refuses a book whose source folder holds something mdBook would hang or run out of memory
+/// on: a FIFO, a device or a socket (or a link to one, `/dev/zero`), or a chapter larger than
+/// any text source may be. mdBook reads every chapter and copies every other file.
+pub fn check_sources(root: &Path) -> anyhow::Result<()> {
+    let toml = root.join("book.toml");
+    if !toml.exists() {
+        bail!("{}", no_book_here(root));
+    }
+    let text = kernelbook_core::textfile::read_text(&toml, kernelbook_core::textfile::MOST_BYTES)
+        .map_err(|err| anyhow!("{err}"))?;
+    let config: mdbook_driver::config::Config = text
+        .parse()
+        .with_context(|| format!("{}: not a book's settings", toml.display()))?;
+    check_folder(&root.join(&config.book.src), 0)
+}
+
+/// What a command that needs a book says where there is none.
+pub fn no_book_here(root: &Path) -> String {
+    let shown = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    format!(
+        "there is no book.toml in {}: this is not a book's folder. Run kernelbook in the folder \
+         that holds book.toml, or name that folder with --root DIR",
+        shown.display()
+    )
+}
+
+fn check_folder(dir: &Path, depth: usize) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for entry in entries.filter_map(Result::ok) {
+        let path = entry.path();
+        let is_link = entry.file_type().is_ok_and(|kind| kind.is_symlink());
+        let Ok(meta) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            // Links to folders are not followed: a loop of them would never end.
+            if !is_link && depth < 32 {
+                check_folder(&path, depth + 1)?;
+            }
+            continue;
+        }
+        kernelbook_core::textfile::check_regular(&path).map_err(|err| {
+            anyhow!("{err}; mdBook reads or copies every file of the source folder, so remove it")
+        })?;
+        let chapter = path.extension().is_some_and(|ext| ext == "md");
+        if chapter && meta.len() > kernelbook_core::textfile::MOST_BYTES {
+            bail!(
+                "{}: {} bytes, more than the {} a chapter may hold",
+                path.display(),
+                meta.len(),
+                kernelbook_core::textfile::MOST_BYTES
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The runner of the book at `root` whose shown recordings are in `recorded_dir`: its cache in

@@ -4,9 +4,22 @@
 //! browser, a second build running at the same time — sees the old book or the new one, never
 //! half of one; a failed build leaves the old one as it was. Only the old book's own folder is
 //! deleted after the swap, as mdBook deletes its contents before writing; nothing outside it.
+//!
+//! The swap deletes whatever the destination held, so only a folder that is missing, empty, or
+//! a book this tool wrote is replaced: every book written here carries [`MARKER`], and a folder
+//! without it (a user's folder, `book/src`, the project root, `$HOME`) is refused with a message
+//! that names it.
 
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// The file every book written here carries at the top of its folder: the proof that the
+/// folder is a book this tool wrote, which the next build may replace whole.
+pub const MARKER: &str = ".kernelbook-book";
+
+/// What [`MARKER`] says to whoever opens it.
+const MARKER_TEXT: &str = "This folder is a book written by `kernelbook build`: the next build \
+replaces it whole. Keep nothing else here.\n";
 
 /// A folder beside the destination, into which the book is built.
 #[derive(Debug)]
@@ -34,6 +47,7 @@ impl Staging {
                 ),
             ));
         }
+        refuse_unless_replaceable(&dest)?;
         let parent = match dest.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
             _ => PathBuf::from("."),
@@ -55,6 +69,9 @@ impl Staging {
 
     /// Puts the built book at the destination; the old book, if there was one, is deleted.
     pub fn commit(self) -> io::Result<()> {
+        std::fs::write(self.dir.path().join(MARKER), MARKER_TEXT)?;
+        // The destination may have changed since `beside` looked at it.
+        refuse_unless_replaceable(&self.dest)?;
         // Another build may put its book there between two of these calls: then try again.
         for _ in 0..20 {
             match swap::exchange(self.dir.path(), &self.dest) {
@@ -104,6 +121,52 @@ impl Staging {
         drop(aside);
         Ok(())
     }
+}
+
+/// Refuses a destination whose contents the swap would delete and that is not a book written
+/// here: only a missing or empty folder, or one holding [`MARKER`] (a regular file), may go.
+fn refuse_unless_replaceable(dest: &Path) -> io::Result<()> {
+    let mut entries = match std::fs::read_dir(dest) {
+        Ok(entries) => entries,
+        Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(err) => {
+            return Err(io::Error::new(
+                err.kind(),
+                format!("cannot look into {}: {err}", dest.display()),
+            ));
+        }
+    };
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let marked = std::fs::symlink_metadata(dest.join(MARKER)).is_ok_and(|meta| meta.is_file());
+    if marked || written_by_mdbook(dest) {
+        return Ok(());
+    }
+    Err(io::Error::new(
+        io::ErrorKind::AlreadyExists,
+        format!(
+            "{} holds files and is not a book kernelbook wrote (it has no {MARKER}): not \
+             replacing it, which would delete them. Name a new or empty folder (--dest-dir, \
+             or `build-dir` in book.toml), or empty this one yourself",
+            dest.display()
+        ),
+    ))
+}
+
+/// Whether `dir` is the HTML of an mdBook build from before books carried [`MARKER`]:
+/// mdBook's own `.nojekyll` and `index.html`, and its script `book.js` (`book-HASH.js` since
+/// mdBook 0.5).
+fn written_by_mdbook(dir: &Path) -> bool {
+    let is_file = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_file());
+    let has_book_js = std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries.filter_map(Result::ok).any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.starts_with("book") && name.ends_with(".js")
+        })
+    });
+    is_file(".nojekyll") && is_file("index.html") && has_book_js
 }
 
 #[cfg(target_os = "linux")]
@@ -185,6 +248,7 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let dest = root.path().join("book");
         write_book(&dest, "old");
+        std::fs::write(dest.join(MARKER), "").expect("marker");
         let staging = Staging::beside(&dest).expect("staging");
         write_book(staging.path(), "half");
         drop(staging);
@@ -193,6 +257,51 @@ mod tests {
             "old"
         );
         assert_eq!(std::fs::read_dir(root.path()).expect("dir").count(), 1);
+    }
+
+    #[test]
+    fn a_folder_of_other_files_is_refused_and_kept() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dest = root.path().join("mine");
+        std::fs::create_dir_all(dest.join("notes")).expect("mkdir");
+        std::fs::write(dest.join("SUMMARY.md"), "keep").expect("write");
+        let err = Staging::beside(&dest).expect_err("refused");
+        let message = err.to_string();
+        assert!(message.contains(&dest.display().to_string()), "{message}");
+        assert!(message.contains(MARKER), "{message}");
+        assert_eq!(
+            std::fs::read_to_string(dest.join("SUMMARY.md")).expect("kept"),
+            "keep"
+        );
+    }
+
+    #[test]
+    fn a_book_written_here_carries_the_marker_and_is_replaced() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dest = root.path().join("out");
+        std::fs::create_dir_all(&dest).expect("empty folder");
+        let staging = Staging::beside(&dest).expect("an empty folder may be replaced");
+        write_book(staging.path(), "one");
+        staging.commit().expect("commit");
+        assert!(dest.join(MARKER).is_file());
+        let staging = Staging::beside(&dest).expect("a marked book may be replaced");
+        write_book(staging.path(), "two");
+        staging.commit().expect("commit");
+        assert_eq!(
+            std::fs::read_to_string(dest.join("index.html")).expect("page"),
+            "two"
+        );
+    }
+
+    #[test]
+    fn a_book_an_earlier_version_wrote_without_the_marker_is_replaced() {
+        let root = tempfile::tempdir().expect("tempdir");
+        let dest = root.path().join("book");
+        write_book(&dest, "old");
+        std::fs::write(dest.join(".nojekyll"), "").expect("write");
+        assert!(Staging::beside(&dest).is_err(), "not yet mdBook's");
+        std::fs::write(dest.join("book-609e4cb8.js"), "").expect("write");
+        assert!(Staging::beside(&dest).is_ok(), "mdBook's HTML");
     }
 
     #[test]
@@ -210,6 +319,7 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         let real = root.path().join("site/book");
         write_book(&real, "old");
+        std::fs::write(real.join(MARKER), "").expect("marker");
         let link = root.path().join("book");
         std::os::unix::fs::symlink(&real, &link).expect("symlink");
         let staging = Staging::beside(&link).expect("staging");

@@ -388,3 +388,48 @@ fn serve_refuses_every_request_that_is_not_the_readers() {
     );
     assert!(!server.log().contains("checked `"), "{}", server.log());
 }
+
+/// A request that announces a body and sends only part of it, then waits: an announced body
+/// over the cap is refused at once, one under it gets a time-out, and the server goes on.
+#[test]
+fn a_body_that_stalls_gets_a_time_out() {
+    let server = start();
+    server.settled_after(0);
+    for (announced, status, within) in [(100_000_000, 413, 5), (1_000, 408, 30)] {
+        let mut stream = TcpStream::connect(("127.0.0.1", server.port)).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .expect("timeout");
+        let head = format!(
+            "POST /__kernelbook/api/exercises/copy_exercise/check HTTP/1.1\r\nHost: {}\r\n\
+             Origin: {}\r\nX-Kernelbook-Token: {}\r\nContent-Type: application/json\r\n\
+             Content-Length: {announced}\r\n\r\n{{\"source\":",
+            server.host(),
+            server.origin(),
+            server.token
+        );
+        let started = Instant::now();
+        stream.write_all(head.as_bytes()).expect("send");
+        let mut answer = [0u8; 64];
+        let read = stream
+            .read(&mut answer)
+            .expect("an answer before the client gives up");
+        let answer = String::from_utf8_lossy(&answer[..read]).into_owned();
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status}")),
+            "{announced} bytes announced: {answer:?}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(within),
+            "{announced}: answered after {:?}",
+            started.elapsed()
+        );
+        // The stream stays open on our side, as a stalling client's would.
+        drop(stream);
+    }
+    assert_eq!(
+        server.state()["building"],
+        false,
+        "the server still answers"
+    );
+}

@@ -11,6 +11,7 @@
 //! - [`bandwidth`]: effective bandwidth, % of ceiling and % of theoretical peak;
 //! - [`peaks`]: theoretical on-chip rates (shared memory, register operands, FP32) from the
 //!   device's SM count and clock and cited per-architecture constants;
+//! - [`textfile`]: a user's text source read safely (regular files only, a cap on the size);
 //! - [`terminal`]: text from lab files and results made safe to print (control characters escaped).
 //!
 //! ```
@@ -58,6 +59,7 @@ pub mod results;
 pub mod spec;
 pub mod stats;
 pub mod terminal;
+pub mod textfile;
 
 pub use kernel::{KernelSource, Language, SourceLocation};
 

@@ -218,10 +218,10 @@ pub enum LabFile {
 
 /// Reads a lab file's text; an unreadable file is an error at line 1.
 fn read_lab(path: &Path) -> Result<String, LabError> {
-    std::fs::read_to_string(path).map_err(|err| LabError {
+    crate::textfile::read_text(path, crate::textfile::MOST_BYTES).map_err(|err| LabError {
         file: path.to_path_buf(),
         line: 1,
-        message: format!("cannot read the lab file: {err}"),
+        message: format!("cannot read the lab file: {}", err.reason),
     })
 }
 
@@ -1245,6 +1245,7 @@ impl LabSpec {
     /// A builtin takes `args = [dst, src]`, two buffers, and the check that fits it: a copy's
     /// check for a copy, a transpose check (which gives the shape) for a transpose.
     fn validate_builtin(&self, variant: &VariantSpec, builtin: Builtin) -> Result<(), LabError> {
+        self.refuse_launch_fields(variant, builtin)?;
         if builtin == Builtin::LibrarySgemm {
             return self.validate_sgemm(variant);
         }
@@ -1314,6 +1315,45 @@ impl LabSpec {
             ));
         }
         self.validate_args(&variant.args[3..], &self.env(Some(variant)))
+    }
+
+    /// A builtin is launched by the runner or its library: a launch shape, defines or a
+    /// minimum architecture written for it would be ignored, so each is an error at its line.
+    fn refuse_launch_fields(
+        &self,
+        variant: &VariantSpec,
+        builtin: Builtin,
+    ) -> Result<(), LabError> {
+        let given = [
+            ("grid", !variant.grid.is_empty()),
+            ("block", !variant.block.is_empty()),
+            ("shared_bytes", variant.shared_bytes.is_some()),
+            ("defines", !variant.defines.is_empty()),
+            ("requires", variant.requires.is_some()),
+        ];
+        let Some((field, _)) = given.into_iter().find(|(_, given)| *given) else {
+            return Ok(());
+        };
+        let message = format!(
+            "variant `{}`: builtin {} takes no `{field}` (it goes with a kernel, which the lab \
+             launches; a builtin is run by the runner as it is): remove it",
+            variant.name,
+            builtin.name()
+        );
+        // The field's own line, where it follows the variant's name.
+        let anchor = format!("name = {}", variant.anchor());
+        let line = self.text.find(&anchor).and_then(|at| {
+            let rest = &self.text[at..];
+            let end = rest.find("[[").unwrap_or(rest.len());
+            rest[..end]
+                .match_indices(&format!("\n{field}"))
+                .next()
+                .map(|(i, _)| at + i + 1)
+        });
+        Err(match line {
+            Some(offset) => self.error_at_offset(offset, message),
+            None => self.variant_error(variant, message),
+        })
     }
 
     /// The `setup` and `then` launches are valid, and only a kernel variant has them.
@@ -1758,6 +1798,24 @@ mod tests {
             "{}",
             err.message
         );
+    }
+
+    #[test]
+    fn a_builtin_with_a_launch_shape_or_requires_is_refused_at_the_line() {
+        for (field, line) in [("grid = [1]", "grid"), ("requires = \"sm_90\"", "requires")] {
+            let text = COPY.replace(
+                "builtin = \"memcpy\"\n",
+                &format!("builtin = \"memcpy\"\n{field}\n"),
+            );
+            let err = parse(&text).expect_err(field);
+            let at = text
+                .lines()
+                .position(|l| l.starts_with(line))
+                .expect("the line")
+                + 1;
+            assert_eq!(err.line, at, "{field}: {err}");
+            assert!(err.message.contains(&format!("takes no `{line}`")), "{err}");
+        }
     }
 
     #[test]

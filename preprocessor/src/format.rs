@@ -126,3 +126,41 @@ mod tests {
         assert_eq!(rate_prefix("load", 12.0), (1.0, "loads/s".into()));
     }
 }
+
+/// `text` as HTML, escaped, with each `name` in backticks shown as code (as the prose writes
+/// it) instead of with its backticks: a note's "the CPU reference `copy`". Templates use it as
+/// `{{{code note}}}` (its output is already escaped). A backtick without its pair stays.
+pub fn code_spans(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    let paired = parts.len() - usize::from(parts.len().is_multiple_of(2));
+    let mut html = String::with_capacity(text.len() + 16);
+    for (i, part) in parts.iter().enumerate() {
+        let escaped = handlebars::html_escape(part);
+        match (i % 2 == 1, i < paired) {
+            (true, true) => {
+                html.push_str("<code>");
+                html.push_str(&escaped);
+                html.push_str("</code>");
+            }
+            (true, false) => {
+                html.push('`');
+                html.push_str(&escaped);
+            }
+            (false, _) => html.push_str(&escaped),
+        }
+    }
+    html
+}
+
+#[cfg(test)]
+mod code_span_tests {
+    #[test]
+    fn names_in_backticks_become_code_and_everything_is_escaped() {
+        assert_eq!(
+            super::code_spans("the CPU reference `copy` & <b>`x`"),
+            "the CPU reference <code>copy</code> &amp; &lt;b&gt;<code>x</code>"
+        );
+        assert_eq!(super::code_spans("a ` alone"), "a ` alone");
+        assert_eq!(super::code_spans("`a` and `b"), "<code>a</code> and `b");
+    }
+}

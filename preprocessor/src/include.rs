@@ -9,6 +9,7 @@
 //! and the caller then reports lines of the expanded chapter instead.
 
 use kernelbook_core::SourceLocation;
+use kernelbook_core::textfile::{MOST_BYTES, read_text};
 use regex::Regex;
 use std::path::{Component, Path, PathBuf};
 use std::sync::LazyLock;
@@ -167,7 +168,7 @@ fn include(
         .map_or((arg, None), |(p, s)| (p, Some(s)));
     let target = dir.join(path);
     let shown = normalize(&shown_dir.join(path));
-    let Ok(text) = std::fs::read_to_string(&target) else {
+    let Ok(text) = read_text(&target, MOST_BYTES) else {
         return Some(None);
     };
     let lines: Vec<(usize, &str)> = text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
@@ -299,6 +300,79 @@ fn anchored(lines: &[(usize, &str)], anchor: &str) -> Option<Vec<(usize, String)
     Some(kept)
 }
 
+/// Every `{{#include}}` of `written` (a chapter's text as written, shown as `shown`, relative
+/// paths from `dir`) that names no readable text file: missing, a folder, a FIFO, a device,
+/// too large. mdBook would leave the first kinds in the page as written without a word and
+/// hang or run out of memory on the others; each is a `(location, message)` here, and the
+/// included files' own includes are checked too.
+pub fn unreadable_includes(
+    written: &str,
+    shown: &Path,
+    dir: &Path,
+) -> Vec<(SourceLocation, String)> {
+    let mut found = Vec::new();
+    check_includes_at(written, shown, dir, 0, &mut found);
+    found
+}
+
+fn check_includes_at(
+    text: &str,
+    shown: &Path,
+    dir: &Path,
+    depth: usize,
+    found: &mut Vec<(SourceLocation, String)>,
+) {
+    let Some(link) = LINK.as_ref() else {
+        return;
+    };
+    if depth >= MAX_DEPTH {
+        return;
+    }
+    for cap in link.captures_iter(text) {
+        let (Some(whole), Some(kind), Some(rest)) = (cap.get(0), cap.get(1), cap.get(2)) else {
+            continue;
+        };
+        if !matches!(kind.as_str(), "include" | "rustdoc_include") {
+            continue;
+        }
+        let Some(arg) = rest.as_str().split_whitespace().next() else {
+            continue;
+        };
+        let path = arg.split_once(':').map_or(arg, |(p, _)| p);
+        let target = dir.join(path);
+        let location = SourceLocation {
+            file: shown.to_path_buf(),
+            line: kernelbook_core::line_of_offset(text, whole.start()),
+        };
+        match read_text(&target, MOST_BYTES) {
+            Ok(included) => {
+                let parent = |p: &Path| p.parent().map(Path::to_path_buf).unwrap_or_default();
+                let shown_included = normalize(&parent(shown).join(path));
+                check_includes_at(
+                    &included,
+                    &shown_included,
+                    &parent(&target),
+                    depth + 1,
+                    found,
+                );
+            }
+            Err(err) => found.push((
+                location,
+                format!(
+                    "`{}` cannot be included: {}: {}",
+                    whole.as_str(),
+                    normalize(&parent_of(shown).join(path)).display(),
+                    err.reason
+                ),
+            )),
+        }
+    }
+}
+
+fn parent_of(path: &Path) -> PathBuf {
+    path.parent().map(Path::to_path_buf).unwrap_or_default()
+}
+
 /// `a/b/../c` as `a/c`, without touching the file system (the path is for showing).
 fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -317,6 +391,41 @@ fn normalize(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_include_of_nothing_a_folder_or_a_device_is_named_at_its_line() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir(dir.path().join("folder")).expect("mkdir");
+        std::fs::write(dir.path().join("part.md"), "ok\n{{#include gone.md}}\n").expect("write");
+        let chapter = "a\n{{#include missing.md}}\n{{#include folder}}\n{{#include /dev/zero}}\n\
+                       {{#include part.md:2}}\n\\{{#include escaped.md}}\n";
+        let found = unreadable_includes(chapter, Path::new("src/ch.md"), dir.path());
+        let at: Vec<String> = found
+            .iter()
+            .map(|(loc, message)| format!("{}:{}: {message}", loc.file.display(), loc.line))
+            .collect();
+        assert_eq!(at.len(), 4, "{at:#?}");
+        assert!(
+            at[0].starts_with("src/ch.md:2: `{{#include missing.md}}`"),
+            "{}",
+            at[0]
+        );
+        assert!(
+            at[1].starts_with("src/ch.md:3:") && at[1].contains("a folder"),
+            "{}",
+            at[1]
+        );
+        assert!(
+            at[2].starts_with("src/ch.md:4:") && at[2].contains("a device"),
+            "{}",
+            at[2]
+        );
+        assert!(
+            at[3].starts_with("src/part.md:2:") && at[3].contains("gone.md"),
+            "{}",
+            at[3]
+        );
+    }
 
     #[test]
     fn included_lines_keep_their_file_and_line() {

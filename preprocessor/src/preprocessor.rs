@@ -9,6 +9,7 @@ use crate::scan::{BookIndex, ChapterScan, Origins, Place, ScanError, continuatio
 use anyhow::{Context, bail};
 use kernelbook_core::results::LabResults;
 use kernelbook_core::spec::LabSpec;
+use kernelbook_core::textfile::{MOST_BYTES, read_text};
 use kernelbook_core::{KernelSource, Language};
 use kernelbook_runner::engine::Progress;
 use kernelbook_runner::{LabOutcome, LabRequest, Runner};
@@ -189,6 +190,12 @@ pub fn load_book_parts(
     labs_dir: &Path,
     includes: Includes,
 ) -> anyhow::Result<(BookIndex, Labs)> {
+    if book.chapters().next().is_none() {
+        bail!(
+            "{}: it lists no chapter; list them as `- [Title](file.md)`, one a line",
+            src_dir.join("SUMMARY.md").display()
+        );
+    }
     let index = index_book_at(book, root, src_dir, includes).map_err(|errors| {
         anyhow::anyhow!(
             "{}",
@@ -246,13 +253,51 @@ pub fn index_book_at(
             ))
         })
         .collect();
-    BookIndex::build_lines(chapters.iter().map(|(p, c, expanded)| {
+    let unreadable = unreadable_includes(book, root, src_dir, includes);
+    let index = BookIndex::build_lines(chapters.iter().map(|(p, c, expanded)| {
         let origins = expanded.as_ref().map(|x| Origins {
             lines: &x.lines,
             escaped: &x.escaped,
         });
         (p.as_path(), c.as_str(), origins)
-    }))
+    }));
+    match (index, unreadable.is_empty()) {
+        (Ok(index), true) => Ok(index),
+        (Ok(_), false) => Err(unreadable),
+        (Err(errors), _) => Err(unreadable.into_iter().chain(errors).collect()),
+    }
+}
+
+/// Every `{{#include}}` of the book's chapters, as written, that names no readable text file
+/// ([`include::unreadable_includes`]).
+fn unreadable_includes(
+    book: &Book,
+    root: &Path,
+    src_dir: &Path,
+    includes: Includes,
+) -> Vec<ScanError> {
+    let parent = |p: &Path| p.parent().map(Path::to_path_buf).unwrap_or_default();
+    let mut errors = Vec::new();
+    for ch in book.chapters() {
+        let Some(path) = ch.source_path.as_ref().or(ch.path.as_ref()) else {
+            continue;
+        };
+        let disk = root.join(src_dir).join(path);
+        let written = match includes {
+            Includes::Unexpanded => ch.content.clone(),
+            Includes::Expanded => match read_text(&disk, MOST_BYTES) {
+                Ok(text) => text,
+                Err(_) => continue,
+            },
+        };
+        let found = include::unreadable_includes(&written, &src_dir.join(path), &parent(&disk));
+        errors.extend(
+            found
+                .into_iter()
+                .map(|(location, message)| ScanError { location, message }),
+        );
+    }
+    errors
 }
 
 /// What to scan of one chapter whose file is `disk` (shown as `shown`) and whose content is
@@ -272,7 +317,7 @@ fn chapter_text(disk: &Path, shown: &Path, content: &str, includes: Includes) ->
             None => (shown.to_path_buf(), content.to_string(), None),
         },
         Includes::Expanded => {
-            let written = std::fs::read_to_string(disk).ok();
+            let written = read_text(disk, MOST_BYTES).ok();
             let lines = match written.as_deref() {
                 None => None,
                 Some(written) if written == content => None,
@@ -330,15 +375,17 @@ impl KernelbookPreprocessor {
         Ok(outcomes)
     }
 
-    /// The HTML of every lab the book shows, by name, and the problems `--strict` fails on (each
-    /// at the first directive that shows the lab).
+    /// The HTML of every lab the book shows, by name, the problems `--strict` fails on (each
+    /// at the first directive that shows the lab), and of those the kernels that do not
+    /// compile, which the terminal hears of even without `--strict`.
     fn render_labs(
         &self,
         index: &BookIndex,
         labs: &Labs,
         outcomes: &BTreeMap<&str, LabOutcome>,
-    ) -> anyhow::Result<(BTreeMap<String, String>, Vec<String>)> {
+    ) -> anyhow::Result<RenderedLabs> {
         let mut failures = Vec::new();
+        let mut compile = Vec::new();
         let mut rendered: BTreeMap<String, String> = BTreeMap::new();
         for directive in index.chapters.values().flat_map(|scan| &scan.directives) {
             if rendered.contains_key(&directive.lab) {
@@ -360,6 +407,12 @@ impl KernelbookPreprocessor {
                 _ => None,
             };
             let view = lab_view_beside(lab, outcome, recorded.as_ref());
+            compile.extend(view.problems.iter().map(|problem| {
+                format!(
+                    "{}: lab `{}`: {}\n{}",
+                    directive.location, lab.name, problem.title, problem.detail
+                )
+            }));
             failures.extend(
                 view.failures()
                     .into_iter()
@@ -371,9 +424,13 @@ impl KernelbookPreprocessor {
                 .with_context(|| format!("rendering lab `{}`", lab.name))?;
             rendered.insert(directive.lab.clone(), html);
         }
-        Ok((rendered, failures))
+        Ok((rendered, failures, compile))
     }
 }
+
+/// What [`KernelbookPreprocessor::render_labs`] gives: the HTML by lab, the problems, the
+/// compile errors.
+type RenderedLabs = (BTreeMap<String, String>, Vec<String>, Vec<String>);
 
 impl KernelbookPreprocessor {
     /// The HTML of every diagram, by chapter. A diagram whose lab was measured here without
@@ -876,7 +933,14 @@ impl Preprocessor for KernelbookPreprocessor {
         let outcomes = self.lab_outcomes(&pairs)?;
         let shown_specs: Vec<&LabSpec> = pairs.iter().map(|(lab, _)| *lab).collect();
         let comparisons = self.render_comparisons(ctx, (&index, &labs), &shown_specs, &outcomes)?;
-        let (rendered, mut failures) = self.render_labs(&index, &labs, &outcomes)?;
+        let (rendered, mut failures, compile) = self.render_labs(&index, &labs, &outcomes)?;
+        if !strict {
+            for error in &compile {
+                eprintln!(
+                    "kernelbook: warning: {error}\n(the page shows this; `build --strict` fails on it)"
+                );
+            }
+        }
         let diagrams = self.render_diagrams(&index, &labs, &outcomes)?;
         failures.extend(diagrams.values().flatten().flat_map(|d| d.failures.clone()));
         let diagrams: BTreeMap<PathBuf, Vec<String>> = diagrams
@@ -912,7 +976,46 @@ pub fn supports_renderer(renderer: &str) -> bool {
 }
 
 /// Applies non-overlapping edits; later edits first so earlier offsets stay valid.
-pub fn apply_edits(content: &str, mut edits: Vec<(Range<usize>, String)>) -> String {
+pub fn apply_edits(content: &str, edits: Vec<(Range<usize>, String)>) -> String {
+    // In one pass where no two edits overlap (each replacement would otherwise move the rest
+    // of the chapter: 100,000 figures, hours). Edits at the same place keep the order the
+    // replacements from the end give them: the later one first.
+    let mut ordered: Vec<(usize, Range<usize>, String)> = edits
+        .into_iter()
+        .enumerate()
+        .map(|(i, (range, text))| (i, range, text))
+        .collect();
+    ordered.sort_by(|a, b| {
+        (a.1.start, a.1.end, std::cmp::Reverse(a.0)).cmp(&(
+            b.1.start,
+            b.1.end,
+            std::cmp::Reverse(b.0),
+        ))
+    });
+    let disjoint = ordered.windows(2).all(|w| w[0].1.end <= w[1].1.start)
+        && ordered
+            .iter()
+            .all(|(_, r, _)| r.start <= r.end && r.end <= content.len());
+    let disjoint = disjoint
+        && ordered
+            .iter()
+            .all(|(_, r, _)| content.is_char_boundary(r.start) && content.is_char_boundary(r.end));
+    if disjoint {
+        let mut out = String::with_capacity(content.len());
+        let mut copied = 0;
+        for (_, range, text) in &ordered {
+            out.push_str(&content[copied..range.start]);
+            out.push_str(text);
+            copied = range.end;
+        }
+        out.push_str(&content[copied..]);
+        return out;
+    }
+    ordered.sort_by_key(|(i, _, _)| *i);
+    let mut edits: Vec<(Range<usize>, String)> = ordered
+        .into_iter()
+        .map(|(_, range, text)| (range, text))
+        .collect();
     edits.sort_by(|a, b| b.0.start.cmp(&a.0.start).then(b.0.end.cmp(&a.0.end)));
     let mut out = content.to_string();
     for (range, text) in edits {

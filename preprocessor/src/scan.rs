@@ -5,7 +5,7 @@
 
 use crate::diagram::{DiagramKind, DiagramSpec, directive};
 use crate::figures::{self, FigureDirective};
-use kernelbook_core::{KernelSource, Language, SourceLocation, line_of_offset};
+use kernelbook_core::{KernelSource, Language, SourceLocation};
 use pulldown_cmark::{CodeBlockKind, Event, Options, Parser, Tag, TagEnd};
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -90,11 +90,7 @@ pub struct ScanError {
 
 /// Scans one chapter. `file` is used for locations (relative to the book's source folder).
 pub fn scan_chapter(content: &str, file: &Path) -> Result<ChapterScan, ScanError> {
-    scan(&Chapter {
-        content,
-        file,
-        origins: None,
-    })
+    scan(&Chapter::new(content, file, None))
 }
 
 /// Where the text of a chapter whose `{{#include}}`s were expanded came from.
@@ -113,11 +109,7 @@ pub fn scan_chapter_lines(
     file: &Path,
     origins: Origins<'_>,
 ) -> Result<ChapterScan, ScanError> {
-    scan(&Chapter {
-        content,
-        file,
-        origins: Some(origins),
-    })
+    scan(&Chapter::new(content, file, Some(origins)))
 }
 
 fn scan(chapter: &Chapter<'_>) -> Result<ChapterScan, ScanError> {
@@ -144,11 +136,31 @@ struct Chapter<'a> {
     file: &'a Path,
     /// Where each line came from, when not all from `file`.
     origins: Option<Origins<'a>>,
+    /// The offset of every newline, so that an offset's line is a binary search, not a count
+    /// from the start (a chapter of 100,000 figures would otherwise take hours).
+    newlines: Vec<usize>,
 }
 
-impl Chapter<'_> {
+impl<'a> Chapter<'a> {
+    fn new(content: &'a str, file: &'a Path, origins: Option<Origins<'a>>) -> Chapter<'a> {
+        let newlines = content.match_indices('\n').map(|(at, _)| at).collect();
+        Chapter {
+            content,
+            file,
+            origins,
+            newlines,
+        }
+    }
+
+    /// The 1-based line of `offset`, as [`kernelbook_core::line_of_offset`] counts it.
+    fn line_of(&self, offset: usize) -> usize {
+        self.newlines
+            .partition_point(|&at| at < offset.min(self.content.len()))
+            + 1
+    }
+
     fn at(&self, offset: usize) -> SourceLocation {
-        self.at_line(line_of_offset(self.content, offset))
+        self.at_line(self.line_of(offset))
     }
 
     fn at_line(&self, line: usize) -> SourceLocation {
@@ -361,7 +373,7 @@ fn kernel_block(chapter: &Chapter<'_>, block: OpenBlock) -> Result<Option<Kernel
     };
     // The source starts on the line after the opening fence (in an included file, that
     // file's line).
-    let origin = chapter.at_line(line_of_offset(chapter.content, block.range.start) + 1);
+    let origin = chapter.at_line(chapter.line_of(block.range.start) + 1);
     Ok(Some(KernelBlock {
         kernel: KernelSource {
             name,
@@ -507,10 +519,11 @@ fn parse_any_directive(
 /// Where the `}}` closing a directive that opens at `start` stands, relative to `start`: on the
 /// same line, or nowhere.
 fn closing_on_line(content: &str, start: usize) -> Option<usize> {
-    let line_end = content[start..]
-        .find('\n')
-        .map_or(content.len(), |i| start + i);
-    content[start..line_end].find("}}")
+    // The first `}}` from `start`, then no newline before it: never a walk to the line's end,
+    // which for many directives on one long line would be quadratic.
+    let rest = &content[start..];
+    let close = rest.find("}}")?;
+    (!rest[..close].contains('\n')).then_some(close)
 }
 
 /// The `kind` diagram directive that opens at `start`.

@@ -29,6 +29,7 @@ impl Templates {
     pub fn new() -> Self {
         let mut handlebars = Handlebars::new();
         handlebars.set_strict_mode(true);
+        handlebars.register_helper("code", Box::new(code_helper));
         // The templates are part of the binary; a syntax error in one is a bug caught by the tests.
         for (name, text) in TEMPLATES {
             if let Err(err) = handlebars.register_template_string(name, text) {
@@ -63,6 +64,8 @@ impl Templates {
         self.render("gpus-compared", view)
     }
 }
+
+handlebars::handlebars_helper!(code_helper: |text: str| crate::format::code_spans(text));
 
 /// `html` without its blank lines.
 fn without_blank_lines(html: &str) -> String {

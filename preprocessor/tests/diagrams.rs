@@ -73,7 +73,10 @@ fn render(chapter: &str, outcome: Option<LabOutcome>, recorded: Option<LabResult
 
 /// The HTML's text as a reader sees it: handlebars' escapes decoded.
 fn text(html: &str) -> String {
-    html.replace("&#x60;", "`")
+    // A name in backticks is shown as code.
+    html.replace("<code>", "`")
+        .replace("</code>", "`")
+        .replace("&#x60;", "`")
         .replace("&#x27;", "'")
         .replace("&#x3D;", "=")
         .replace("&quot;", "\"")

@@ -231,6 +231,10 @@ function chartProblems(charts, theme) {
   return problems;
 }
 
+// What it is doing, as it goes: loading 30-odd pages takes minutes, which must not look like a hang.
+const started = Date.now();
+const progress = (what) => console.log(`browser test: ${((Date.now() - started) / 1000).toFixed(0)} s: ${what}`);
+progress(`serving ${bookDir}, starting ${browserPath}`);
 const server = await serve(bookDir);
 const origin = `http://127.0.0.1:${server.address().port}`;
 const browser = await chromium.launch({
@@ -242,6 +246,7 @@ const context = await browser.newContext({ viewport: { width: 1280, height: 900 
 fs.mkdirSync(artefacts, { recursive: true });
 
 const pages = htmlPages(bookDir);
+progress(`${pages.length} pages to load`);
 let diagrams = 0;
 let figures = 0;
 let formulas = 0;
@@ -250,7 +255,8 @@ let charts = 0;
 const chartPages = [];
 // The charts kept as screenshots, in the light and the coal theme (and checked in every theme).
 const chartShots = { 'labs/lab2-transpose.html': 'chart-lab2', 'practice/memory-wall.html': 'chart-memory-wall' };
-for (const name of pages) {
+for (const [index, name] of pages.entries()) {
+  progress(`page ${index + 1} of ${pages.length}: ${name}`);
   const page = await context.newPage();
   const problems = [];
   page.on('console', (msg) => { if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`); });
@@ -346,6 +352,7 @@ for (const name of pages) {
 }
 
 // Search: the index is built and finds a word.
+progress('search');
 {
   const page = await context.newPage();
   await page.goto(`${origin}/index.html`, { waitUntil: 'load' });
@@ -362,6 +369,7 @@ for (const name of pages) {
 }
 
 // Dark theme: diagrams are drawn there too.
+progress('diagrams in the coal theme');
 {
   const page = await context.newPage();
   await page.addInitScript(() => localStorage.setItem('mdbook-theme', 'coal'));
@@ -410,6 +418,7 @@ for (const name of pages) {
 // Dark themes: every chart is drawn in coal, its text legible and its marks visible; navy and ayu
 // on the pages of Lab 2 and the memory wall.
 for (const theme of ['coal', 'navy', 'ayu']) {
+  progress(`charts in the ${theme} theme`);
   const names = theme === 'coal' ? chartPages : chartPages.filter((n) => chartShots[n]);
   for (const name of names) {
     const page = await context.newPage();

@@ -97,7 +97,7 @@ fn load(ctx: &Context, args: &Args) -> anyhow::Result<Project> {
         project.read_recordings_from(&absolute(dir)?)?;
     }
     if let Some(dir) = &args.dest_dir {
-        project.book.config.build.build_dir = absolute(dir)?;
+        project.book.config.build.build_dir = project.writable(dir, "--dest-dir")?;
     }
     Ok(project)
 }

@@ -75,8 +75,8 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
             file
         }
     };
-    let source = std::fs::read_to_string(&file)
-        .with_context(|| format!("cannot read your kernel {}", file.display()))?;
+    let source = kernelbook_core::textfile::read_text(&file, kernelbook_core::textfile::MOST_BYTES)
+        .map_err(|err| anyhow!("cannot read your kernel {err}"))?;
     let plan = CheckPlan::new(&lab, &kernels, &source, &file).map_err(|e| anyhow!(e))?;
 
     let runner = project.runner(Mode::Auto);

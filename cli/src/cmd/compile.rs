@@ -7,6 +7,7 @@ use crate::project::{Context, Project};
 use anyhow::{anyhow, bail};
 use kernelbook_runner::backend::cuda::{self, Nvrtc};
 use kernelbook_runner::backend::{CompileError, CompileRequest, Compiler, ptxas};
+use kernelbook_runner::diagnostics::map_compile_log;
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -63,7 +64,9 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     match nvrtc.compile(&request) {
         Ok(compiled) => {
             say!(out, "options: {}", compiled.options.join(" "))?;
-            say!(out, "{}", compiled.log.trim_end())?;
+            // Warnings at the chapter's lines, as `build` gives them.
+            let log = map_compile_log(&compiled.log, kernel);
+            say!(out, "{}", log.trim_end())?;
             match ptxas::parse_report(&compiled.log, &kernel.name) {
                 Some(r) => say!(
                     out,
@@ -88,9 +91,10 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         Err(CompileError::Rejected { log, options }) => {
             say!(out, "options: {}", options.join(" "))?;
             bail!(
-                "`{}` ({}) does not compile:\n{log}",
+                "`{}` ({}) does not compile:\n{}",
                 kernel.name,
-                kernel.origin
+                kernel.origin,
+                map_compile_log(&log, kernel)
             )
         }
         Err(CompileError::Compiler(message)) => bail!("{message}"),

@@ -57,6 +57,10 @@ pub struct Args {
 }
 
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    let output = match &args.output {
+        Some(path) => Some(crate::paths::writable(path, "-o", &ctx.root, &[])?),
+        None => None,
+    };
     let recordings = match &args.recordings {
         Some(dir) => Recordings::new(dir),
         None => Project::load(ctx)?.recordings()?,
@@ -92,9 +96,13 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             },
         )?,
     };
-    match &args.output {
-        Some(path) => std::fs::write(path, text)
-            .with_context(|| format!("cannot write {}", path.display()))?,
+    match &output {
+        Some(path) => std::fs::write(path, text).with_context(|| {
+            format!(
+                "cannot write {}: name a file in a folder you can write",
+                path.display()
+            )
+        })?,
         None => output::stdout().write_all(text.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)

@@ -43,10 +43,36 @@ pub fn run(ctx: &Context) -> anyhow::Result<ExitCode> {
                 }
             }
         }
-        Err(why) => say!(
-            out,
-            "no live results on this machine: {why}; `kernelbook build` shows the recorded ones"
-        )?,
+        Err(why) => {
+            say!(
+                out,
+                "no live results on this machine: {why}; `kernelbook build` shows the recorded ones"
+            )?;
+            // NVRTC, which needs no GPU (hiprtc is the HIP runtime's, missing with it).
+            if project.backend != kernelbook_runner::backend::BackendChoice::Hip {
+                say!(out, "compiler: {}", compiler_without_a_gpu())?;
+            }
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// NVRTC needs no GPU: where it was found and its version (so `kernelbook compile` works
+/// here), or where to get it.
+fn compiler_without_a_gpu() -> String {
+    use kernelbook_runner::backend::Compiler as _;
+    match kernelbook_runner::backend::cuda::Nvrtc::load() {
+        Ok(nvrtc) => format!(
+            "{} ({}): `kernelbook compile NAME` compiles a kernel here, without a GPU",
+            nvrtc.version(),
+            nvrtc
+                .library_path()
+                .unwrap_or_else(|| "library path unknown".into())
+        ),
+        Err(why) => format!(
+            "NVRTC not found ({why}): `pip install nvidia-cuda-nvrtc==13.0.88` (in the project's \
+             .venv-nvrtc, or any virtualenv) or KERNELBOOK_NVRTC=/path/to/libnvrtc.so.13 makes \
+             `kernelbook compile` work without a GPU"
+        ),
+    }
 }

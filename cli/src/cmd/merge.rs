@@ -8,7 +8,7 @@ use crate::output::{self, say};
 use crate::project::Context;
 use anyhow::bail;
 use kernelbook_runner::store::{Recordings, read_results, write_results};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Debug, clap::Args)]
@@ -50,7 +50,12 @@ pub fn plan_merge(sources: &[(String, Vec<Offered>)]) -> (Vec<(usize, Offered)>,
     (copies, notices)
 }
 
-pub fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
+    crate::paths::refuse_file_as_folder(&args.into, "--into")?;
+    crate::paths::writable(&args.into, "--into", &ctx.root, &[])?;
+    for source in &args.sources {
+        check_source(ctx, source)?;
+    }
     let mut sources = Vec::new();
     for source in &args.sources {
         let recordings = Recordings::new(source);
@@ -85,10 +90,13 @@ pub fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             .join(&offered.file);
         match read_results(&from) {
             Ok(Some(results)) => {
-                write_results(
-                    &args.into.join(&offered.folder).join(&offered.file),
-                    &results,
-                )?;
+                let to = args.into.join(&offered.folder).join(&offered.file);
+                write_results(&to, &results).map_err(|err| {
+                    anyhow::anyhow!(
+                        "merge: cannot write {} ({err}); give --into a folder you can write",
+                        to.display()
+                    )
+                })?;
                 merged += 1;
             }
             Ok(None) => {}
@@ -107,6 +115,51 @@ pub fn run(_ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         args.into.display()
     )?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A source must be a folder, and hold no symbolic link out of it: a recording is copied only
+/// from where the command line says.
+fn check_source(ctx: &Context, source: &Path) -> anyhow::Result<()> {
+    if !source.is_dir() {
+        let hint = if ctx.root.join("book.toml").is_file() {
+            String::new()
+        } else {
+            format!(" ({})", crate::project::no_book_here(&ctx.root))
+        };
+        bail!(
+            "merge: {} is not a folder of recordings (a folder per GPU){hint}",
+            source.display()
+        );
+    }
+    let real = std::fs::canonicalize(source)?;
+    let mut entries: Vec<PathBuf> = Vec::new();
+    for gpu in std::fs::read_dir(source)?.filter_map(Result::ok) {
+        entries.push(gpu.path());
+        if gpu.file_type().is_ok_and(|kind| kind.is_dir()) {
+            let files = std::fs::read_dir(gpu.path())?.filter_map(Result::ok);
+            entries.extend(files.map(|file| file.path()));
+        }
+    }
+    for entry in entries {
+        let is_link = std::fs::symlink_metadata(&entry).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            continue;
+        }
+        let target = std::fs::canonicalize(&entry).ok();
+        if target
+            .as_ref()
+            .is_none_or(|target| !target.starts_with(&real))
+        {
+            bail!(
+                "merge: {} is a symbolic link out of {} (to {}): a source's recordings must \
+                 lie in it; copy the file or folder there instead of linking to it",
+                entry.display(),
+                source.display(),
+                target.map_or_else(|| "nothing".into(), |t| t.display().to_string())
+            );
+        }
+    }
+    Ok(())
 }
 
 /// The `*.json` files of `dir`, by name.

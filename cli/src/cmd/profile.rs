@@ -30,8 +30,7 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     } else {
         args.labs
     };
-    let runner = project.runner(Mode::Auto);
-    let mut failed = Vec::new();
+    let mut labs = Vec::new();
     for name in &names {
         let lab = project.lab(name, &Params::new())?;
         if !lab.profile {
@@ -40,9 +39,24 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
                 lab.file.display()
             );
         }
-        if let Err(err) = profile_one(&project, &runner, &lab) {
-            say!(&mut output::stdout(), "not profiled: {name}: {err:#}")?;
-            failed.push(name.clone());
+        labs.push(lab);
+    }
+    let runner = project.runner(Mode::Auto);
+    // Without a GPU every lab would fail alike: said once.
+    if let Err(why) = runner.toolchain() {
+        say!(
+            &mut output::stdout(),
+            "not profiled: {}: {why}. `kernelbook profile` runs the recorded kernels under Nsight \
+             Compute on a GPU; without one the book shows the counters recorded with the labs",
+            names.join(", ")
+        )?;
+        bail!("no counters added to: {}", names.join(", "));
+    }
+    let mut failed = Vec::new();
+    for lab in &labs {
+        if let Err(err) = profile_one(&project, &runner, lab) {
+            say!(&mut output::stdout(), "not profiled: {}: {err:#}", lab.name)?;
+            failed.push(lab.name.clone());
         }
     }
     if !failed.is_empty() {

@@ -39,6 +39,16 @@ pub struct Args {
 
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::load(ctx)?;
+    if let Some(name) = &args.folder {
+        check_folder_name(name)?;
+    }
+    let out = match &args.out {
+        Some(dir) => {
+            crate::paths::refuse_file_as_folder(dir, "--out")?;
+            Some(project.writable(dir, "--out")?)
+        }
+        None => None,
+    };
     let names: Vec<String> = if args.labs.is_empty() {
         project.labs.ready.keys().cloned().collect()
     } else {
@@ -59,7 +69,7 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     if args.folder.is_some() && gpus.len() > 1 {
         bail!("--folder names one GPU's folder: measure on one GPU (--devices) with it");
     }
-    let root = match &args.out {
+    let root = match &out {
         Some(dir) => Recordings::new(dir),
         None => project.recordings()?,
     };
@@ -92,6 +102,23 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
         tell_where_the_book_looks(&project, &gpus);
     }
     verdict(&names, &columns, args.keep_going)
+}
+
+/// `--folder` names one GPU folder under the recordings: a plain name, never a path that
+/// could lead out of them (`../../x`).
+fn check_folder_name(name: &str) -> anyhow::Result<()> {
+    let mut parts = std::path::Path::new(name).components();
+    let plain = matches!(
+        (parts.next(), parts.next()),
+        (Some(std::path::Component::Normal(_)), None)
+    );
+    if !plain || name.contains(['/', '\\']) {
+        bail!(
+            "--folder {name}: a GPU folder's name (such as nvidia-h200-882b8b4e), not a path; \
+             to record somewhere else, name that folder with --out DIR"
+        );
+    }
+    Ok(())
 }
 
 /// Records each lab `gpu` measured into `store` and prints its table, under the GPU's name
@@ -311,6 +338,15 @@ mod tests {
 
     fn labs() -> Vec<String> {
         vec!["copy".into(), "triton".into()]
+    }
+
+    #[test]
+    fn a_folder_is_a_name_not_a_path() {
+        assert!(check_folder_name("nvidia-h200-882b8b4e").is_ok());
+        for bad in ["../../x", "..", ".", "", "a/b", "/tmp/x", "a\\b"] {
+            let err = check_folder_name(bad).expect_err(bad);
+            assert!(err.to_string().contains("--out DIR"), "{bad}: {err}");
+        }
     }
 
     #[test]

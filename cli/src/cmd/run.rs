@@ -69,6 +69,29 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     let project = Project::load(ctx)?;
     let overrides: Params = args.set.iter().cloned().collect();
     let lab = project.lab(&args.lab, &overrides)?;
+    // Where the results go is checked before anything is measured.
+    let json = match json {
+        Some(path) if path.is_dir() => anyhow::bail!(
+            "--json {}: this is a folder; name the file to write, e.g. {}",
+            path.display(),
+            path.join(format!("{}.json", lab.name)).display()
+        ),
+        Some(path) => {
+            let path = project.writable(path, "--json")?;
+            if let Some(folder) = path.parent() {
+                std::fs::create_dir_all(folder).map_err(|err| {
+                    anyhow::anyhow!(
+                        "--json {}: cannot make its folder {} ({err}); name a file in a folder \
+                         you can write",
+                        path.display(),
+                        folder.display()
+                    )
+                })?;
+            }
+            Some(path)
+        }
+        None => None,
+    };
     let kernels = project.kernels_for(&lab);
     let request = LabRequest {
         lab: &lab,
@@ -83,12 +106,12 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             .unwrap_or_else(|| Err(RunError::lab(&lab.name, "not measured")))
     });
     if format != Format::Table {
-        return print_formatted(&lab, &gpus, &measured, format, json);
+        return print_formatted(&lab, &gpus, &measured, format, json.as_deref());
     }
     if let [only] = &measured[..] {
-        return print_one(&lab, only, json);
+        return print_one(&lab, only, json.as_deref());
     }
-    print_side_by_side(&lab, &gpus, measured, json)
+    print_side_by_side(&lab, &gpus, measured, json.as_deref())
 }
 
 /// The file `--json PATH` names for `gpu`'s results: PATH itself with one GPU, else one per
@@ -123,7 +146,7 @@ fn print_formatted(
             Ok(results) => {
                 if let Some(path) = json {
                     let file = json_path(path, gpu, gpus.len() > 1);
-                    kernelbook_runner::store::write_results(&file, results)?;
+                    write_json(&file, results)?;
                 }
                 exported.push(crate::export::GpuResults {
                     folder: gpu.folder(),
@@ -190,7 +213,7 @@ fn print_one(
         Err(err) => anyhow::bail!("{err}"),
     };
     if let Some(path) = json {
-        kernelbook_runner::store::write_results(path, results)?;
+        write_json(path, results)?;
     }
     let view = lab_view(
         lab,
@@ -209,6 +232,16 @@ fn print_one(
     Ok(output::verdict(printed, code)?)
 }
 
+/// Writes `results` to the `--json` file `path`, an error naming it and what to do.
+fn write_json(path: &std::path::Path, results: &LabResults) -> anyhow::Result<()> {
+    kernelbook_runner::store::write_results(path, results).map_err(|err| {
+        anyhow::anyhow!(
+            "--json {}: cannot write it ({err}); name a file in a folder you can write",
+            path.display()
+        )
+    })
+}
+
 /// Each GPU's table under its name, then the GPUs side by side; exit status 2 when a GPU could
 /// not measure or a variant failed on one.
 fn print_side_by_side(
@@ -225,7 +258,7 @@ fn print_side_by_side(
         let outcome = match measured {
             Ok(results) => {
                 if let Some(path) = json {
-                    kernelbook_runner::store::write_results(&json_path(path, gpu, true), &results)?;
+                    write_json(&json_path(path, gpu, true), &results)?;
                 }
                 LabOutcome::Measured {
                     results,

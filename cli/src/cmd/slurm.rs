@@ -171,7 +171,7 @@ fn cancel_submitted(scancel: &str, ids: &[u64], err: anyhow::Error) -> anyhow::E
 /// Where the run goes and what its jobs run: absolute paths, as the nodes need them.
 fn run_layout(project: &Project, out: Option<&Path>) -> anyhow::Result<Run> {
     let dir = match out {
-        Some(dir) => dir.to_path_buf(),
+        Some(dir) => project.writable(dir, "--out")?,
         None => project.root.join("target/slurm").join(run_name()),
     };
     let dir =

@@ -10,7 +10,9 @@
 //! | `POST /__kernelbook/api/exercises/NAME/check` | grade the learner's kernel |
 //! | `GET`, `HEAD` anything else | a file of the built book ([`super::files`]) |
 //!
-//! Bodies are capped at [`MAX_BODY`] bytes (a kernel is a few kilobytes).
+//! Bodies are capped at [`MAX_BODY`] bytes (a kernel is a few kilobytes) and must arrive
+//! within [`BODY_TIME`]: a request that announces a large body and stalls gets 408 instead of
+//! holding a connection open forever.
 
 use super::App;
 use super::exercises;
@@ -31,6 +33,9 @@ use tokio::sync::watch;
 /// The largest body a request may carry.
 pub const MAX_BODY: usize = 64 * 1024;
 
+/// How long a request's body may take to arrive.
+pub const BODY_TIME: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The page's script and style, compiled into the binary.
 const SCRIPT: &str = include_str!("assets/serve.js");
 const STYLE: &str = include_str!("assets/serve.css");
@@ -47,7 +52,8 @@ pub fn router(app: Arc<App>) -> Router {
             "/__kernelbook/api/exercises/{name}/check",
             post(exercises::check),
         )
-        .layer(DefaultBodyLimit::max(MAX_BODY));
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn(body_in_time));
     Router::new()
         .merge(api)
         .route(
@@ -59,6 +65,42 @@ pub fn router(app: Arc<App>) -> Router {
         .fallback(page)
         .with_state(Arc::clone(&app))
         .layer(middleware::from_fn_with_state(Arc::clone(&app.gate), guard))
+}
+
+/// Reads the request's body whole before the handler sees it: refused at once (413) when its
+/// announced length is over [`MAX_BODY`], refused (408) when it has not all come within
+/// [`BODY_TIME`].
+async fn body_in_time(request: axum::extract::Request, next: middleware::Next) -> Response {
+    use axum::http::StatusCode;
+    let announced = request
+        .headers()
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok()?.parse::<u64>().ok());
+    if announced.is_some_and(|len| len > MAX_BODY as u64) {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a body may hold at most {MAX_BODY} bytes"),
+        )
+            .into_response();
+    }
+    let (parts, body) = request.into_parts();
+    let read = axum::body::to_bytes(body, MAX_BODY);
+    match tokio::time::timeout(BODY_TIME, read).await {
+        Ok(Ok(bytes)) => {
+            let request = axum::extract::Request::from_parts(parts, axum::body::Body::from(bytes));
+            next.run(request).await
+        }
+        Ok(Err(_)) => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a body may hold at most {MAX_BODY} bytes"),
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::REQUEST_TIMEOUT,
+            format!("the body did not arrive within {} s", BODY_TIME.as_secs()),
+        )
+            .into_response(),
+    }
 }
 
 async fn asset(text: &'static str, kind: &'static str) -> Response {

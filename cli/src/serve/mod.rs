@@ -118,6 +118,7 @@ impl App {
 pub fn serve(ctx: &Context, port: u16) -> anyhow::Result<ExitCode> {
     // book.toml and SUMMARY.md must load to start: they say where everything is. Any later
     // error, and any error in a chapter or a lab, is shown in the page instead.
+    crate::project::check_sources(&ctx.root)?;
     let book = MDBook::load(&ctx.root)
         .with_context(|| format!("loading the book at {}", ctx.root.display()))?;
     let (book_dir, watched) = layout(&ctx.root, &book)?;

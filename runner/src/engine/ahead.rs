@@ -38,6 +38,7 @@ impl LabInputs {
         used: &[bool],
         external: &mut dyn ExternalReferences,
     ) -> Result<LabInputs, EngineError> {
+        super::buffers::check_host_memory(plan, super::buffers::available_host_memory())?;
         let host = HostInputs::draw(plan, seed);
         let expectations = Expectations::start(plan, &host, used, external)?;
         Ok(LabInputs { host, expectations })

@@ -37,6 +37,54 @@ fn restored_by_any(plan: &LabPlan) -> Vec<bool> {
     restored
 }
 
+/// The host memory a measuring run of `plan` takes at its peak: every filled buffer's host
+/// copy, and for each check the expected output and the output read back to compare.
+pub fn host_bytes_needed(plan: &LabPlan) -> u64 {
+    let filled: u64 = plan
+        .buffers
+        .iter()
+        .filter(|b| b.fill != Fill::Poison)
+        .map(|b| b.bytes as u64)
+        .sum();
+    let checked: u64 = plan
+        .checks
+        .iter()
+        .filter_map(|check| plan.buffers.get(check.output))
+        .map(|b| 2 * b.bytes as u64)
+        .sum();
+    filled + checked
+}
+
+/// Refuses `plan` before anything is drawn when its host side needs more than `available`
+/// bytes (this machine's available memory): a lab sized for the GPU's memory may need more
+/// of the host's than there is, and would otherwise swap or be killed without a word.
+pub fn check_host_memory(plan: &LabPlan, available: Option<u64>) -> Result<(), EngineError> {
+    let needed = host_bytes_needed(plan);
+    let Some(available) = available.filter(|&free| needed > free) else {
+        return Ok(());
+    };
+    let gib = |bytes: u64| bytes as f64 / (1u64 << 30) as f64;
+    Err(EngineError::lab(
+        &plan.lab,
+        format!(
+            "its inputs and checks need {:.2} GiB of host memory (the filled buffers, and each \
+             checked output twice: expected and read back), and this machine has {:.2} GiB \
+             available; lower its size (kernelbook run {} --set ...) or free memory",
+            gib(needed),
+            gib(available),
+            plan.lab
+        ),
+    ))
+}
+
+/// The memory this machine can give without swapping (`MemAvailable`), where it says.
+pub fn available_host_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 /// The host side of a lab's buffers: the contents of each filled buffer (random or zero),
 /// exactly the bytes uploaded, drawn from the run's seed; `None` for poisoned buffers, which
 /// every variant's check poisons again. Drawn on any thread, ahead of the lab if need be

@@ -139,6 +139,16 @@ pub fn run(
             .map(|(_, v, _)| *v)
             .filter(|v| v.unsupported.is_none()),
     );
+    buffers::check_host_memory(plan, buffers::available_host_memory())?;
+    let host = buffers::host_bytes_needed(plan);
+    if host >= 1 << 30 {
+        // Drawing and checking this much takes a while: said before it starts.
+        progress.stage(&format!(
+            "lab `{}`: {:.1} GiB of inputs and checked outputs on the host",
+            plan.lab,
+            host as f64 / (1u64 << 30) as f64
+        ));
+    }
     let mut kernels = ops::kernel::Kernels::start(plan, &builds, ahead.compiles());
     LabBuffers::check_fits(plan, device)?;
     let LabInputs {

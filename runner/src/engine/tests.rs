@@ -375,6 +375,27 @@ fn a_lab_larger_than_free_memory_names_the_lab_and_the_limit() {
 }
 
 #[test]
+fn a_lab_whose_check_needs_more_host_memory_than_is_available_says_so_first() {
+    let kernels = BTreeMap::from([kernel("copy", "ok")]);
+    // 2^20 floats: a 4 MiB input and a 4 MiB output, checked: 12 MiB on the host.
+    let plan = plan(&copy_lab(1 << 20, "copy"), &kernels);
+    assert_eq!(buffers::host_bytes_needed(&plan), 12 << 20);
+    assert!(buffers::check_host_memory(&plan, Some(12 << 20)).is_ok());
+    assert!(
+        buffers::check_host_memory(&plan, None).is_ok(),
+        "unknown: go on"
+    );
+    let message = buffers::check_host_memory(&plan, Some(8 << 20))
+        .expect_err("short of host memory")
+        .to_string();
+    assert!(
+        message.starts_with("lab `big`: its inputs and checks need 0.01 GiB of host memory"),
+        "{message}"
+    );
+    assert!(message.contains("--set"), "{message}");
+}
+
+#[test]
 fn more_shared_memory_than_a_block_may_have_is_refused_with_the_limit() {
     let kernels = BTreeMap::from([kernel("copy_shared", "ok")]);
     let plan = plan(&copy_lab(1024, "copy_shared"), &kernels);

@@ -3,7 +3,32 @@
 # Started by runner/src/references/python/mod.rs, which documents the contract a block meets and
 # the protocol: one JSON job per line on stdin, one JSON reply per job (with the job's id) on a
 # private copy of stdout, in the order the jobs came. Inputs and the output travel in files.
-import inspect, json, linecache, os, sys, traceback
+import inspect, json, linecache, os, signal, sys, traceback
+
+# What a block starts (`subprocess.Popen(["sleep", ...])`) dies with this process. The runner
+# starts it leading a process group of its own and kills that group when it is done with it;
+# when the runner dies instead, the parent-death signal reaches this process only, so it is made
+# SIGTERM here, caught, and answered by killing the whole group. The end of the jobs does the same.
+LEADER = os.getpgrp() == os.getpid()
+PARENT = os.getppid()
+
+
+def end_group(*_):
+    if LEADER:
+        os.killpg(os.getpid(), signal.SIGKILL)
+    os._exit(0)
+
+
+if LEADER and sys.platform.startswith("linux"):
+    signal.signal(signal.SIGTERM, end_group)
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+    if os.getppid() != PARENT:  # the runner died before the signal was set
+        end_group()
 
 # Replies go to a copy of stdout that only this script writes; whatever a block prints goes to
 # stderr. A block cannot read the jobs either: its stdin is /dev/null.
@@ -157,3 +182,5 @@ for line in JOBS:
         answer = {"reply": "failed", "error": traceback.format_exc()}
     answer["id"] = job.get("id")
     reply(answer)
+
+end_group()
