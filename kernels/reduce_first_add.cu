@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:160 (sha256 134dce2be87fa454). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:201 (sha256 c3f477be30ef7f43). Edit the book, not this file.
 // Rung 4: each thread loads two floats 256 apart and adds them before the tree; a block covers
 // 512 floats.
 extern "C" __global__ void reduce_first_add(float *__restrict__ partials,

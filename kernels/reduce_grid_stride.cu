@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:229 (sha256 cfe240aab7ca30d6). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:270 (sha256 07d150dcbab1e7f4). Edit the book, not this file.
 // Rung 6: a fixed grid; every thread sums float4s strided by the whole grid, each block combines
 // its threads' sums with shuffles and adds them into total[0] with one atomicAdd.
 #if defined(__HIPCC_RTC__) || defined(__AMDGCN__)

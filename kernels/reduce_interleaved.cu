@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:72 (sha256 fbaee7759828ce16). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:113 (sha256 3f04b68f449850b2). Edit the book, not this file.
 // Rung 1: a block of 256 sums its 256 floats in shared memory; at each level the threads whose
 // index is a multiple of 2 * stride add the element stride above theirs.
 extern "C" __global__ void reduce_interleaved(float *__restrict__ partials,

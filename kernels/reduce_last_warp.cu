@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:188 (sha256 4202c887b0511a34). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:229 (sha256 9fcde8fd71a376c4). Edit the book, not this file.
 // Rung 5: rung 4 with the tree stopped at 2 * WARP values; the first warp adds the last two
 // halves and finishes with shuffles, without barriers.
 #if defined(__HIPCC_RTC__) || defined(__AMDGCN__)

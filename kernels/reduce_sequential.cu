@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:135 (sha256 1f2bb82c6559512c). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:176 (sha256 bebc4587779e9b3d). Edit the book, not this file.
 // Rung 3: at each level the first `stride` threads add the upper half of the remaining values
 // onto the lower half: packed threads, consecutive words, no bank conflicts.
 extern "C" __global__ void reduce_sequential(float *__restrict__ partials,

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:102 (sha256 bf63c281e79b74f8). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/reduction.md:143 (sha256 0ea09e487b9eb545). Edit the book, not this file.
 // Rung 2: the same pairs as rung 1, added by the block's first threads: no divergence within a
 // warp, but lanes 2 * stride words apart in shared memory.
 extern "C" __global__ void reduce_strided_index(float *__restrict__ partials,

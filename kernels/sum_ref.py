@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/labs/reduction.md:279 (sha256 cd332c2f15696a8f). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/labs/reduction.md:320 (sha256 5e9523960e14e97b). Edit the book, not this file.
 import numpy as np
 
 def sum_ref(src, n, count=None):
