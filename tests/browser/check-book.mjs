@@ -66,6 +66,9 @@ const diagramPages = {
   'exercises/drill-coalesce.html': 2,
   'exercises/drill-bank-conflict.html': 4,
   'labs/lab2-transpose.html': 4,
+  // issue #29: the reduction ladder's bank pictures, the layout lab's offsets and structures.
+  'labs/reduction.html': 2,
+  'labs/layout.html': 3,
 };
 
 // What the model's counters agree within (preprocessor/src/diagram/compare.rs).
