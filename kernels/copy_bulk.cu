@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab1-bandwidth-ceiling.md:72 (sha256 d1fc93a3cb0c61ff). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab1-bandwidth-ceiling.md:91 (sha256 d67461febccad5be). Edit the book, not this file.
 // One thread per block: the copy engine moves `chunk` bytes into shared memory, in `piece`-byte
 // requests that complete on one mbarrier, then writes them back out.
 __device__ __forceinline__ unsigned shared_address(const void *p) {

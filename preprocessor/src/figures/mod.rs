@@ -156,10 +156,18 @@ pub enum Field {
     DramRead,
     /// Sectors per global load request, from the lab's Nsight Compute profile.
     Sectors,
+    /// Achieved occupancy, per cent of the SMs' warp slots, from the profile.
+    Occupancy,
+    /// The grid in waves of resident blocks per SM, from the profile.
+    Waves,
+    /// Warp instructions executed, in millions, from the profile.
+    WarpInstructions,
+    /// DRAM throughput, per cent of its peak over the kernel's time, from the profile.
+    DramThroughput,
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 10] = [
+    const NAMES: [(&'static str, Field); 14] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -170,6 +178,10 @@ impl Field {
         ("spread", Field::Spread),
         ("dram_read", Field::DramRead),
         ("sectors", Field::Sectors),
+        ("occupancy", Field::Occupancy),
+        ("waves", Field::Waves),
+        ("warp_instructions", Field::WarpInstructions),
+        ("dram_throughput", Field::DramThroughput),
     ];
 
     /// The name directives use.
@@ -502,6 +514,19 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
             let sectors = profiled(results, variant)?.global_load_sectors_per_request;
             sectors.ok_or_else(|| missing("sectors per load request in its profile"))?
         }
+        Field::Occupancy => profiled(results, variant)?
+            .achieved_occupancy_pct
+            .ok_or_else(|| missing("achieved occupancy in its profile"))?,
+        Field::Waves => profiled(results, variant)?
+            .waves_per_sm
+            .ok_or_else(|| missing("waves per SM in its profile"))?,
+        Field::WarpInstructions => {
+            let count = profiled(results, variant)?.warp_instructions;
+            count.ok_or_else(|| missing("warp instructions in its profile"))? / 1e6
+        }
+        Field::DramThroughput => profiled(results, variant)?
+            .dram_throughput_pct
+            .ok_or_else(|| missing("DRAM throughput in its profile"))?,
     };
     Ok(value)
 }
@@ -539,9 +564,15 @@ fn format_field(field: Field, value: f64) -> String {
         Field::Gbs => format!("{value:.0}"),
         Field::Time => crate::format::format_ms(value / 1000.0),
         Field::Us => crate::format::format_sig(value),
-        Field::PctCeiling | Field::PctPeak | Field::Spread => format!("{value:.1} %"),
-        Field::Counter | Field::Rate | Field::DramRead => crate::format::format_sig(value),
-        Field::Sectors => significant(value),
+        Field::PctCeiling
+        | Field::PctPeak
+        | Field::Spread
+        | Field::Occupancy
+        | Field::DramThroughput => format!("{value:.1} %"),
+        Field::Counter | Field::Rate | Field::DramRead | Field::WarpInstructions => {
+            crate::format::format_sig(value)
+        }
+        Field::Sectors | Field::Waves => significant(value),
     }
 }
 
