@@ -67,6 +67,31 @@ pub fn first_mismatch(
     })
 }
 
+/// Whether one element's bytes in `expected` and `actual` agree by `comparison`'s rule, as
+/// [`first_mismatch`] compares them: without allocating, for a caller that walks the elements
+/// one by one (a wrong output's pattern).
+pub fn element_agrees(
+    expected: &[u8],
+    actual: &[u8],
+    elem: ElemType,
+    comparison: &Comparison,
+) -> bool {
+    let rule = match elem {
+        ElemType::F32 | ElemType::F64 => comparison.rule,
+        _ => CompareRule::Exact,
+    };
+    if !rule.is_tolerant() {
+        return expected == actual;
+    }
+    if let (Ok(e), Ok(a)) = (<[u8; 4]>::try_from(expected), <[u8; 4]>::try_from(actual)) {
+        return agree_f32(rule, f32::from_le_bytes(e), f32::from_le_bytes(a));
+    }
+    if let (Ok(e), Ok(a)) = (<[u8; 8]>::try_from(expected), <[u8; 8]>::try_from(actual)) {
+        return agree_f64(rule, f64::from_le_bytes(e), f64::from_le_bytes(a));
+    }
+    expected == actual
+}
+
 /// Whether two f32s agree by `rule`; NaN never agrees under a tolerance.
 pub(crate) fn agree_f32(rule: CompareRule, expected: f32, actual: f32) -> bool {
     match rule {

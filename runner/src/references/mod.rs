@@ -45,7 +45,7 @@ pub mod tile_symmetrize;
 pub mod transpose;
 pub mod wrapping_sum;
 
-pub use compare::first_mismatch;
+pub use compare::{element_agrees, first_mismatch};
 pub use inputs::initial_contents;
 
 /// The byte every element of a poisoned buffer is filled with: all bits set is NaN for floats

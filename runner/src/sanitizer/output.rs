@@ -10,7 +10,7 @@
 //! thread, or a grid-stride loop); for an output with rows, the grid's blocks tile it evenly,
 //! block `(bx, by)` owning the `bx`-th tile across and the `by`-th down.
 
-use crate::references::{Comparison, POISON_BYTE, first_mismatch};
+use crate::references::{Comparison, POISON_BYTE, element_agrees, first_mismatch};
 use kernelbook_core::spec::ElemType;
 use serde::{Deserialize, Serialize};
 
@@ -126,7 +126,7 @@ pub fn analyse(
         for index in (start..end).step_by(stride) {
             let element = index * size..(index + 1) * size;
             let got = &actual[element.clone()];
-            if first_mismatch(&expected[element], got, elem, &single).is_some() {
+            if !element_agrees(&expected[element], got, elem, &single) {
                 tally.wrong(index, got.iter().all(|&b| b == POISON_BYTE));
             } else {
                 tally.right(1);
