@@ -288,8 +288,6 @@ fn every_variant_of_the_real_labs_is_verified_and_timed() {
         ("reduction", &[("n", 1 << 22)]),
         ("offset", &[("n", 1 << 22)]),
         ("aos_soa", &[("n", 1 << 20)]),
-        ("drill_race", &[("n", 1 << 20)]),
-        ("drill_halo", &[("n", 1 << 20)]),
     ];
     let ready: Vec<String> = std::fs::read_dir(repo().join("labs"))
         .expect("labs/")
