@@ -51,12 +51,7 @@ const SKIPPED: &[(&str, &str)] = &[
 
 /// Examples that fail as written for a reason only a GPU can remove; the test checks that they
 /// still fail that way, and fails once they pass, so that the entry is removed.
-const FAILING_FOR_NOW: &[(&str, &str, &str)] = &[(
-    "build --strict",
-    "not recorded this variant was added to the lab after the recording",
-    "Lab 1's copy_float4_one and the grid-stride copy_float4 rows (commit 4432b21) have no \
-     recording yet: `kernelbook record bandwidth` on the H200, then remove this entry",
-)];
+const FAILING_FOR_NOW: &[(&str, &str, &str)] = &[];
 
 /// Commands that need NVRTC (no GPU): skipped with a message where it cannot be loaded.
 const NEEDS_NVRTC: &[&str] = &["compile transpose_padded"];
