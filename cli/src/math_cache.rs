@@ -36,8 +36,10 @@ impl<P: Preprocessor> Preprocessor for CachedMath<P> {
         self.inner.name()
     }
 
+    /// HTML only: KaTeX writes HTML (and SVG, for a root or a wide accent), which a markdown,
+    /// epub or pdf renderer would show raw; they get the TeX as the chapter wrote it.
     fn supports_renderer(&self, renderer: &str) -> anyhow::Result<bool> {
-        self.inner.supports_renderer(renderer)
+        Ok(renderer == "html" && self.inner.supports_renderer(renderer)?)
     }
 
     fn run(&self, ctx: &PreprocessorContext, mut book: Book) -> anyhow::Result<Book> {
@@ -140,6 +142,18 @@ mod tests {
                 chapter.content = format!("<rendered>{}", chapter.content);
             });
             Ok(book)
+        }
+    }
+
+    #[test]
+    fn only_the_html_renderer_gets_katexs_html() {
+        let cached = CachedMath::new(Marking(AtomicUsize::new(0)), PathBuf::new());
+        assert!(cached.supports_renderer("html").expect("answers"));
+        for other in ["markdown", "epub", "linkcheck"] {
+            assert!(
+                !cached.supports_renderer(other).expect("answers"),
+                "{other}"
+            );
         }
     }
 

@@ -24,6 +24,7 @@ pub mod format;
 pub mod gpus;
 pub mod include;
 pub mod labs;
+pub mod markdown;
 pub mod preprocessor;
 pub mod recorded;
 pub mod render;

@@ -22,7 +22,7 @@ mdbook-kernelbook: the kernelbook preprocessor for a stock `mdbook build` or `md
 
 Usage:
   mdbook-kernelbook                    read the book from mdBook on stdin, write it to stdout
-  mdbook-kernelbook supports RENDERER  exit status 0 if RENDERER is html or markdown
+  mdbook-kernelbook supports RENDERER  exit status 0: html gets HTML, any other renderer markdown
   mdbook-kernelbook --help | --version
 
 Environment: KERNELBOOK_DEVICE (auto, cuda or hip) chooses the GPU; KERNELBOOK_RECORDED shows
@@ -127,6 +127,9 @@ fn main() -> ExitCode {
 fn run(backend: BackendChoice) -> anyhow::Result<()> {
     let (ctx, book) = mdbook_preprocessor::parse_input(std::io::stdin())
         .context("reading the book from mdBook")?;
+    if let Some(warning) = mdbook_kernelbook::preprocessor::version_warning(&ctx.mdbook_version) {
+        notice(&format!("mdbook-kernelbook: {warning}"));
+    }
     let (recorded_dir, notice_about_it) =
         mdbook_kernelbook::recorded::shown_dir(&ctx.root, &ctx.config)?;
     if let Some(text) = notice_about_it {

@@ -4,7 +4,8 @@
 
 use crate::figures::{self, FigureDirective};
 use crate::include::{self, Annotated};
-use crate::render::{Templates, lab_view_beside, planned_view};
+use crate::markdown::Output;
+use crate::render::{LabView, Templates, lab_view_beside, planned_view};
 use crate::scan::{BookIndex, ChapterScan, Origins, Place, ScanError, continuation_prefix};
 use anyhow::{Context, bail};
 use kernelbook_core::results::LabResults;
@@ -380,9 +381,9 @@ impl KernelbookPreprocessor {
     /// compile, which the terminal hears of even without `--strict`.
     fn render_labs(
         &self,
-        index: &BookIndex,
-        labs: &Labs,
+        (index, labs): (&BookIndex, &Labs),
         outcomes: &BTreeMap<&str, LabOutcome>,
+        output: Output,
     ) -> anyhow::Result<RenderedLabs> {
         let mut failures = Vec::new();
         let mut compile = Vec::new();
@@ -396,7 +397,7 @@ impl KernelbookPreprocessor {
                 outcomes.get(directive.lab.as_str()),
             ) else {
                 if let Some(planned) = labs.planned.get(&directive.lab) {
-                    let html = self.templates.render_lab(&planned_view(planned))?;
+                    let html = self.render_lab(&planned_view(planned), output)?;
                     rendered.insert(directive.lab.clone(), html);
                 }
                 continue;
@@ -419,12 +420,19 @@ impl KernelbookPreprocessor {
                     .map(|f| format!("{}: {f}", directive.location)),
             );
             let html = self
-                .templates
-                .render_lab(&view)
+                .render_lab(&view, output)
                 .with_context(|| format!("rendering lab `{}`", lab.name))?;
             rendered.insert(directive.lab.clone(), html);
         }
         Ok((rendered, failures, compile))
+    }
+
+    /// A lab's section as `output` wants it: the HTML template, or markdown from the same view.
+    fn render_lab(&self, view: &LabView, output: Output) -> anyhow::Result<String> {
+        Ok(match output {
+            Output::Html => self.templates.render_lab(view)?,
+            Output::Markdown => crate::markdown::lab(view),
+        })
     }
 }
 
@@ -440,6 +448,7 @@ impl KernelbookPreprocessor {
         index: &BookIndex,
         labs: &Labs,
         outcomes: &BTreeMap<&str, LabOutcome>,
+        output: Output,
     ) -> anyhow::Result<BTreeMap<PathBuf, Vec<crate::diagram::Rendered>>> {
         let mut recorded = BTreeMap::new();
         for name in crate::book::profiled_labs(index) {
@@ -455,7 +464,20 @@ impl KernelbookPreprocessor {
             outcomes,
             recorded: &recorded,
         };
-        crate::book::render_diagrams(index, labs, results, &self.templates)
+        if output == Output::Html {
+            return crate::book::render_diagrams(index, labs, results, &self.templates);
+        }
+        let mut rendered: BTreeMap<PathBuf, Vec<crate::diagram::Rendered>> = BTreeMap::new();
+        for (path, _, drawn) in crate::book::draw_book(index, labs, results)? {
+            rendered
+                .entry(path.to_path_buf())
+                .or_default()
+                .push(crate::diagram::Rendered {
+                    html: crate::markdown::diagram(&drawn.view),
+                    failures: drawn.failures,
+                });
+        }
+        Ok(rendered)
     }
 }
 
@@ -467,8 +489,8 @@ impl KernelbookPreprocessor {
         &self,
         ctx: &PreprocessorContext,
         (index, labs): (&BookIndex, &Labs),
-        shown: &[&LabSpec],
-        outcomes: &BTreeMap<&str, LabOutcome>,
+        (shown, outcomes): (&[&LabSpec], &BTreeMap<&str, LabOutcome>),
+        output: Output,
     ) -> anyhow::Result<BTreeMap<PathBuf, Vec<String>>> {
         let mut rendered = BTreeMap::new();
         if index
@@ -490,9 +512,12 @@ impl KernelbookPreprocessor {
             for directive in &scan.comparisons {
                 let compared = crate::gpus::compared_labs(&directive.labs, shown, &labs.ready);
                 let view = crate::gpus::view::comparison_view(&compared, &columns);
-                htmls.push(self.templates.render_comparison(&view).with_context(|| {
-                    format!("{}: rendering the GPUs' comparison", directive.location)
-                })?);
+                htmls.push(match output {
+                    Output::Html => self.templates.render_comparison(&view).with_context(|| {
+                        format!("{}: rendering the GPUs' comparison", directive.location)
+                    })?,
+                    Output::Markdown => crate::markdown::comparison(&view),
+                });
             }
             rendered.insert(path.clone(), htmls);
         }
@@ -649,6 +674,9 @@ pub fn shown_labs<'a>(
         .collect()
 }
 
+/// Each chapter's rendered diagrams or comparisons, in the order of its scan's lists.
+type ByChapter = BTreeMap<PathBuf, Vec<String>>;
+
 /// Replaces each chapter's directives with their lab's or diagram's HTML and captions its
 /// kernel blocks.
 fn edit_chapters(
@@ -656,8 +684,8 @@ fn edit_chapters(
     (index, src_dir): (&BookIndex, &Path),
     rendered: &BTreeMap<String, String>,
     outcomes: &BTreeMap<&str, LabOutcome>,
-    diagrams: &BTreeMap<PathBuf, Vec<String>>,
-    comparisons: &BTreeMap<PathBuf, Vec<String>>,
+    (diagrams, comparisons): (&ByChapter, &ByChapter),
+    output: Output,
 ) {
     book.for_each_mut(|item| {
         let BookItem::Chapter(chapter) = item else {
@@ -674,6 +702,10 @@ fn edit_chapters(
             .figures
             .iter()
             .map(|figure| figure_text(figure, outcomes))
+            .map(|text| match output {
+                Output::Html => text,
+                Output::Markdown => crate::markdown::inline_figure(&text),
+            })
             .collect();
         let html = ChapterHtml {
             labs: rendered,
@@ -681,7 +713,7 @@ fn edit_chapters(
             comparisons: comparisons.get(&key).map_or(&[][..], Vec::as_slice),
             figures: &figures,
         };
-        let edits = chapter_edits(&chapter.content, scan, &html);
+        let edits = chapter_edits_as(&chapter.content, scan, &html, output);
         chapter.content = apply_edits(&chapter.content, edits);
     });
 }
@@ -706,6 +738,18 @@ pub fn chapter_edits(
     content: &str,
     scan: &ChapterScan,
     html: &ChapterHtml<'_>,
+) -> Vec<(Range<usize>, String)> {
+    chapter_edits_as(content, scan, html, Output::Html)
+}
+
+/// [`chapter_edits`] for `output`: with [`Output::Markdown`], `html` holds each directive's
+/// markdown, which keeps its lines (a pipe table cannot be put on one), and each kernel block's
+/// caption is a line of emphasis instead of a `<p>`.
+pub fn chapter_edits_as(
+    content: &str,
+    scan: &ChapterScan,
+    html: &ChapterHtml<'_>,
+    output: Output,
 ) -> Vec<(Range<usize>, String)> {
     let mut edits: Vec<(Range<usize>, String)> = Vec::new();
     // Every block directive in the order written, with its HTML where there is some.
@@ -743,7 +787,8 @@ pub fn chapter_edits(
                     .map(|(r, _, _)| r.end),
                 placed.get(i + 1).map(|(r, _, _)| r.start),
             );
-            edits.push(directive_edit(content, (range, place), html, neighbours));
+            let edit = directive_edit(content, (range, place), (html, output), neighbours);
+            edits.push(edit);
         }
     }
     // A figure is inline: its text replaces it where it stands.
@@ -760,16 +805,27 @@ pub fn chapter_edits(
             Language::PythonReference => ("python", "NumPy reference"),
         };
         edits.push((block.info_range.clone(), highlight.into()));
-        let caption = format!(
-            "<p class=\"kernelbook-kernel\" data-kernel=\"{}\">{what} <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.{}</code></p>",
-            escape_html(&block.kernel.name),
-            block.kernel.name,
-            escape_html(&block.kernel.origin.to_string()).replace(['\n', '\r'], " "),
-            block.kernel.name,
-            block.kernel.language.extension(),
-        );
+        let caption = match output {
+            Output::Html => format!(
+                "<p class=\"kernelbook-kernel\" data-kernel=\"{}\">{what} <code>{}</code> · <code>{}</code> · also in <code>kernels/{}.{}</code></p>",
+                escape_html(&block.kernel.name),
+                block.kernel.name,
+                escape_html(&block.kernel.origin.to_string()).replace(['\n', '\r'], " "),
+                block.kernel.name,
+                block.kernel.language.extension(),
+            ),
+            Output::Markdown => crate::markdown::kernel_caption(
+                what,
+                &block.kernel.name,
+                &block.kernel.origin.to_string(),
+                block.kernel.language.extension(),
+            ),
+        };
         let prefix = &block.place.prefix;
-        let inserted = if block.place.in_container {
+        let inserted = if block.place.in_container && output == Output::Markdown {
+            // A fenced code block may follow a paragraph's last line directly.
+            format!("{caption}\n{prefix}")
+        } else if block.place.in_container {
             // An HTML comment opens a block that ends on its own line: no blank line needed.
             format!("<!-- kernelbook -->{caption}\n{prefix}")
         } else {
@@ -790,7 +846,7 @@ pub fn chapter_edits(
 fn directive_edit(
     content: &str,
     (range, place): (&Range<usize>, &Place),
-    html: &str,
+    (html, output): (&str, Output),
     neighbours: (Option<usize>, Option<usize>),
 ) -> (Range<usize>, String) {
     let range = range.clone();
@@ -823,7 +879,11 @@ fn directive_edit(
         } else {
             (range.start, format!("\n{prefix}"))
         };
-    match one_line(html) {
+    let one_line = match output {
+        Output::Html => one_line(html),
+        Output::Markdown => None,
+    };
+    match one_line {
         Some(line) => {
             out.push_str("<!-- kernelbook -->");
             out.push_str(&line);
@@ -932,8 +992,12 @@ impl Preprocessor for KernelbookPreprocessor {
             shown.iter().map(|(lab, k)| (*lab, k)).collect();
         let outcomes = self.lab_outcomes(&pairs)?;
         let shown_specs: Vec<&LabSpec> = pairs.iter().map(|(lab, _)| *lab).collect();
-        let comparisons = self.render_comparisons(ctx, (&index, &labs), &shown_specs, &outcomes)?;
-        let (rendered, mut failures, compile) = self.render_labs(&index, &labs, &outcomes)?;
+        // Only mdBook's HTML renderer shows HTML; any other gets the directives as markdown.
+        let output = Output::for_renderer(&ctx.renderer);
+        let comparisons =
+            self.render_comparisons(ctx, (&index, &labs), (&shown_specs, &outcomes), output)?;
+        let (rendered, mut failures, compile) =
+            self.render_labs((&index, &labs), &outcomes, output)?;
         if !strict {
             for error in &compile {
                 eprintln!(
@@ -941,7 +1005,7 @@ impl Preprocessor for KernelbookPreprocessor {
                 );
             }
         }
-        let diagrams = self.render_diagrams(&index, &labs, &outcomes)?;
+        let diagrams = self.render_diagrams(&index, &labs, &outcomes, output)?;
         failures.extend(diagrams.values().flatten().flat_map(|d| d.failures.clone()));
         let diagrams: BTreeMap<PathBuf, Vec<String>> = diagrams
             .into_iter()
@@ -959,8 +1023,8 @@ impl Preprocessor for KernelbookPreprocessor {
             (&index, &src_dir),
             &rendered,
             &outcomes,
-            &diagrams,
-            &comparisons,
+            (&diagrams, &comparisons),
+            output,
         );
         Ok(book)
     }
@@ -970,9 +1034,22 @@ impl Preprocessor for KernelbookPreprocessor {
     }
 }
 
-/// The renderers whose output can hold the HTML the labs render to.
-pub fn supports_renderer(renderer: &str) -> bool {
-    renderer == "html" || renderer == "markdown"
+/// Every renderer: mdBook's HTML one gets the directives as HTML, any other as markdown
+/// ([`Output::for_renderer`]), so that none shows a directive raw.
+pub fn supports_renderer(_renderer: &str) -> bool {
+    true
+}
+
+/// The warning to give when the mdBook that runs the preprocessor (`running`,
+/// `PreprocessorContext::mdbook_version`) is not the one it was built against
+/// ([`mdbook_preprocessor::MDBOOK_VERSION`]): the book it is handed may not read the same.
+pub fn version_warning(running: &str) -> Option<String> {
+    let built = mdbook_preprocessor::MDBOOK_VERSION;
+    (running != built).then(|| {
+        format!(
+            "warning: {NAME} was built against mdBook {built}, but is being run by mdBook {running}"
+        )
+    })
 }
 
 /// Applies non-overlapping edits; later edits first so earlier offsets stay valid.
@@ -1053,6 +1130,24 @@ mod tests {
             None,
             "an svg never closed"
         );
+    }
+
+    #[test]
+    fn a_different_mdbook_is_warned_of() {
+        let built = mdbook_preprocessor::MDBOOK_VERSION;
+        assert_eq!(version_warning(built), None);
+        let warning = version_warning("0.4.40").expect("another version");
+        assert!(
+            warning.contains(built) && warning.contains("0.4.40"),
+            "{warning}"
+        );
+    }
+
+    #[test]
+    fn every_renderer_is_supported() {
+        for renderer in ["html", "markdown", "epub", "linkcheck"] {
+            assert!(supports_renderer(renderer), "{renderer}");
+        }
     }
 
     #[test]
