@@ -176,24 +176,13 @@ pub fn run(
     for (index, variant, op) in selected {
         progress.variant(index, plan.variants.len(), &variant.name);
         let row = Row { variant, op };
-        let error = match options.purpose {
-            Purpose::Measure => {
-                let (result, error) = lab.measure(&row, device, external, progress);
-                progress.finished(&result);
-                rows.results.push(result);
-                error
-            }
-            Purpose::LaunchOnce => {
-                let (launches, error) = lab.launch_once(&row, device);
-                rows.launches.extend(launches);
-                error
-            }
-            Purpose::Diagnose => {
-                let (diagnosis, error) = lab.diagnose(&row, device, external, progress);
-                rows.diagnoses.push(diagnosis);
-                error
-            }
-        };
+        let error = lab.run_row(
+            &row,
+            options.purpose,
+            (device, external),
+            progress,
+            &mut rows,
+        );
         if error.is_some_and(|e| e.is_sticky()) {
             rows.faulted = Some(variant.name.clone());
             break;
@@ -254,6 +243,36 @@ struct LabRun<'a> {
 }
 
 impl LabRun<'_> {
+    /// One row, run for `purpose`, its outcome added to `rows`; the device error that ended
+    /// it, if one did.
+    fn run_row(
+        &mut self,
+        row: &Row<'_>,
+        purpose: Purpose,
+        (device, external): (&mut dyn Device, &mut dyn ExternalReferences),
+        progress: &mut dyn Progress,
+        rows: &mut Rows,
+    ) -> Option<DeviceError> {
+        match purpose {
+            Purpose::Measure => {
+                let (result, error) = self.measure(row, device, external, progress);
+                progress.finished(&result);
+                rows.results.push(result);
+                error
+            }
+            Purpose::LaunchOnce => {
+                let (launches, error) = self.launch_once(row, device);
+                rows.launches.extend(launches);
+                error
+            }
+            Purpose::Diagnose => {
+                let (diagnosis, error) = self.diagnose(row, device, external, progress);
+                rows.diagnoses.push(diagnosis);
+                error
+            }
+        }
+    }
+
     fn measure(
         &mut self,
         row: &Row<'_>,
