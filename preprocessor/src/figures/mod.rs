@@ -164,10 +164,13 @@ pub enum Field {
     WarpInstructions,
     /// DRAM throughput, per cent of its peak over the kernel's time, from the profile.
     DramThroughput,
+    /// Work per byte against HBM: the row's work over the DRAM bytes read and written in its
+    /// profile (where the roofline draws it).
+    DramIntensity,
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 14] = [
+    const NAMES: [(&'static str, Field); 15] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -182,6 +185,7 @@ impl Field {
         ("waves", Field::Waves),
         ("warp_instructions", Field::WarpInstructions),
         ("dram_throughput", Field::DramThroughput),
+        ("dram_intensity", Field::DramIntensity),
     ];
 
     /// The name directives use.
@@ -527,6 +531,11 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
         Field::DramThroughput => profiled(results, variant)?
             .dram_throughput_pct
             .ok_or_else(|| missing("DRAM throughput in its profile"))?,
+        Field::DramIntensity => {
+            profiled(results, variant)?;
+            figures::dram_intensity(results, variant)
+                .ok_or_else(|| missing("work and DRAM bytes in its profile"))?
+        }
     };
     Ok(value)
 }
@@ -569,9 +578,11 @@ fn format_field(field: Field, value: f64) -> String {
         | Field::Spread
         | Field::Occupancy
         | Field::DramThroughput => format!("{value:.1} %"),
-        Field::Counter | Field::Rate | Field::DramRead | Field::WarpInstructions => {
-            crate::format::format_sig(value)
-        }
+        Field::Counter
+        | Field::Rate
+        | Field::DramRead
+        | Field::WarpInstructions
+        | Field::DramIntensity => crate::format::format_sig(value),
         Field::Sectors | Field::Waves => significant(value),
     }
 }
@@ -776,6 +787,25 @@ mod tests {
         unprofiled.profile = None;
         let err = shown("{{#value strided.s1.dram_read}}", &unprofiled).expect_err("a gap");
         assert!(err.contains("was not profiled"), "{err}");
+    }
+
+    #[test]
+    fn an_hbm_intensity_is_the_rows_work_over_its_counted_dram_bytes() {
+        let results = recorded("sgemm");
+        let row = results.variant("naive").expect("naive");
+        let work = row.work.as_ref().expect("work").count as f64;
+        let bytes = profiled(&results, "naive")
+            .expect("counters")
+            .dram_bytes
+            .expect("DRAM bytes");
+        assert_eq!(
+            shown("{{#value sgemm.naive.dram_intensity}}", &results),
+            Ok(crate::format::format_sig(work / bytes))
+        );
+        // cuBLAS's kernels are not profiled; the copy does no work.
+        let err = shown("{{#value sgemm.cublas.dram_intensity}}", &results).expect_err("a gap");
+        assert!(err.contains("cublas"), "{err}");
+        assert!(shown("{{#value sgemm.memcpy.dram_intensity}}", &results).is_err());
     }
 
     #[test]
