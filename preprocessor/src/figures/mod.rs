@@ -25,9 +25,11 @@ use kernelbook_core::results::figures::{self, RowFigures};
 use kernelbook_core::results::{KernelProfile, LabResults, Outcome, VariantResult};
 use std::ops::Range;
 
+pub mod claim;
 pub mod device;
 pub mod error;
 
+pub use claim::{Factor, Op, Relation};
 pub use device::Property;
 pub use error::{Gap, ParseError};
 
@@ -80,6 +82,15 @@ pub enum Query {
     Claim {
         lab: String,
         rows: Vec<String>,
+        field: Field,
+    },
+    /// A claim the prose makes about how far apart two rows are (`a >= 2 * b`, `a within 5 %
+    /// of b`), shown and checked like an order claim ([`claim`]).
+    Compare {
+        lab: String,
+        left: String,
+        relation: Relation,
+        right: String,
         field: Field,
     },
 }
@@ -247,7 +258,7 @@ impl Query {
                 property: Property::parse(rest.first().copied())?,
             }),
             ("ridge", [compute, memory]) => parse_ridge(compute, memory),
-            ("claim", words) => parse_claim(words),
+            ("claim", words) => claim::parse(words),
             ("device", _) => Err(ParseError::Usage(
                 "`{{#device}}` takes a lab and an optional property: `{{#device LAB [PROPERTY]}}`",
             )),
@@ -268,7 +279,7 @@ impl Query {
             Query::Value { field, .. } => field.name(),
             Query::Ratio { .. } => "ratio",
             Query::Device { .. } => "device",
-            Query::Claim { .. } => "claim",
+            Query::Claim { .. } | Query::Compare { .. } => "claim",
             Query::Ridge {
                 memory: Bandwidth::Row(_),
                 ..
@@ -286,6 +297,7 @@ impl Query {
             | Query::Ratio { lab, .. }
             | Query::Device { lab, .. }
             | Query::Claim { lab, .. }
+            | Query::Compare { lab, .. }
             | Query::Ridge { lab, .. } => lab,
         }
     }
@@ -297,6 +309,7 @@ impl Query {
             Query::Ratio { top, bottom, .. } => vec![top, bottom],
             Query::Device { .. } => Vec::new(),
             Query::Claim { rows, .. } => rows.iter().map(String::as_str).collect(),
+            Query::Compare { left, right, .. } => vec![left, right],
             Query::Ridge {
                 compute, memory, ..
             } => match memory {
@@ -352,37 +365,6 @@ fn parse_ridge(compute: &str, memory: &str) -> Result<Query, ParseError> {
     })
 }
 
-/// `LAB.A < LAB.B [< LAB.C ...] [FIELD]`: rows of one lab in increasing order.
-fn parse_claim(words: &[&str]) -> Result<Query, ParseError> {
-    let usage = ParseError::Usage(
-        "`{{#claim LAB.A < LAB.B [< LAB.C ...] [FIELD]}}`: rows of one lab, in increasing order",
-    );
-    let (field, words) = match words.split_last() {
-        Some((last, rest)) if !last.contains('.') && *last != "<" => (Field::parse(last)?, rest),
-        _ => (Field::Gbs, words),
-    };
-    if words.len() < 3 || words.len() % 2 == 0 {
-        return Err(usage);
-    }
-    let mut lab = None;
-    let mut rows = Vec::new();
-    for (i, word) in words.iter().enumerate() {
-        if i % 2 == 1 {
-            if *word != "<" {
-                return Err(usage);
-            }
-            continue;
-        }
-        let (this, variant) = row(word)?;
-        if lab.get_or_insert_with(|| this.clone()) != &this {
-            return Err(usage);
-        }
-        rows.push(variant);
-    }
-    let lab = lab.ok_or(usage)?;
-    Ok(Query::Claim { lab, rows, field })
-}
-
 fn name(word: &str) -> Result<String, ParseError> {
     let ok = !word.is_empty()
         && word
@@ -406,7 +388,7 @@ fn row(path: &str) -> Result<(String, String), ParseError> {
 /// why there is none. `source` says where the results come from, for the tooltip.
 pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> String {
     match (query, figure(query, results)) {
-        (Query::Claim { .. }, Ok(note)) => format!(
+        (Query::Claim { .. } | Query::Compare { .. }, Ok(note)) => format!(
             "<span class=\"kernelbook-claim\" data-holds=\"{}\" title=\"{}\">{note}</span>",
             note.is_empty(),
             escape(source)
@@ -448,7 +430,14 @@ pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Gap
         Query::Device { property, .. } => property
             .text(&results.provenance.device)
             .map(|t| escape(&t)),
-        Query::Claim { rows, field, .. } => claim(results, rows, *field),
+        Query::Claim { rows, field, .. } => claim::check_order(results, rows, *field),
+        Query::Compare {
+            left,
+            relation,
+            right,
+            field,
+            ..
+        } => claim::check_compare(results, (left, right), relation, *field),
         Query::Ridge {
             compute, memory, ..
         } => ridge(results, compute, memory).map(crate::format::format_sig),
@@ -464,28 +453,6 @@ fn ridge(results: &LabResults, compute: &str, memory: &Bandwidth) -> Result<f64,
     };
     figures::ridge(rate, figures::gbs_to_bytes_per_second(gbs))
         .ok_or_else(|| Gap::NotANumber(format!("`{compute}` over a bandwidth of {gbs} GB/s")))
-}
-
-/// Nothing where the rows are in the claimed order; otherwise a note with the figures, so the
-/// reader sees that their GPU disagrees with the sentence.
-fn claim(results: &LabResults, rows: &[String], field: Field) -> Result<String, Gap> {
-    let values = rows
-        .iter()
-        .map(|row| quantity(results, row, field))
-        .collect::<Result<Vec<f64>, Gap>>()?;
-    if values.windows(2).all(|pair| pair[0] < pair[1]) {
-        return Ok(String::new());
-    }
-    let figures: Vec<String> = rows
-        .iter()
-        .zip(&values)
-        .map(|(row, value)| format!("{row} {}", format_field(field, *value)))
-        .collect();
-    Ok(format!(
-        "(not on the {}: {})",
-        escape(&results.provenance.device.name),
-        figures.join(", ")
-    ))
 }
 
 /// `field` of row `variant`, unformatted.
@@ -683,7 +650,7 @@ mod tests {
         ));
         for bad in [
             "{{#claim t.a}}",
-            "{{#claim t.a > t.b}}",
+            "{{#claim t.a >> t.b}}",
             "{{#claim t.a < u.b}}",
             "{{#claim t.a < t.b <}}",
         ] {
@@ -703,6 +670,94 @@ mod tests {
             "{note}"
         );
         assert!(render(&fails, Some(&results), "r").contains("data-holds=\"false\""));
+    }
+
+    #[test]
+    fn a_claim_about_magnitudes_parses_or_says_what_is_wrong() {
+        assert_eq!(
+            Query::parse("{{#claim s.regtile >= 3 * s.tiled_32 rate}}"),
+            Ok(Query::Compare {
+                lab: "s".into(),
+                left: "regtile".into(),
+                relation: Relation::Bound {
+                    op: Op::AtLeast,
+                    factor: Factor::parse("3").expect("3"),
+                },
+                right: "tiled_32".into(),
+                field: Field::Rate,
+            })
+        );
+        assert_eq!(
+            Query::parse("{{#claim b.copy within 2.5 % of b.memcpy}}"),
+            Ok(Query::Compare {
+                lab: "b".into(),
+                left: "copy".into(),
+                relation: Relation::Within {
+                    percent: Factor::parse("2.5").expect("2.5"),
+                },
+                right: "memcpy".into(),
+                field: Field::Gbs,
+            })
+        );
+        assert!(matches!(
+            Query::parse("{{#claim t.a > t.b}}"),
+            Ok(Query::Compare {
+                relation: Relation::Bound {
+                    op: Op::Greater,
+                    ..
+                },
+                ..
+            })
+        ));
+        for (bad, message) in [
+            ("{{#claim t.a >= 0 * t.b}}", "a positive number"),
+            ("{{#claim t.a >= -2 * t.b}}", "a positive number"),
+            ("{{#claim t.a >= x * t.b}}", "a positive number"),
+            ("{{#claim t.a == t.b}}", "`{{#claim}}` takes"),
+            ("{{#claim t.a within 5 of t.b}}", "`{{#claim}}` takes"),
+            ("{{#claim t.a within 5 % of u.b}}", "two rows of one lab"),
+            ("{{#claim t.a >= 2 * t.b speed}}", "unknown field `speed`"),
+            ("{{#claim t.a >= 2 * t.b *}}", "`{{#claim}}` takes"),
+        ] {
+            let err = Query::parse(bad).expect_err(bad).to_string();
+            assert!(err.contains(message), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_claim_about_magnitudes_is_checked_against_the_figures() {
+        let results = recorded("transpose");
+        let ratio = quantity(&results, "padded", Field::Gbs).expect("padded")
+            / quantity(&results, "naive", Field::Gbs).expect("naive");
+        let at_least = |k: f64| format!("{{{{#claim transpose.padded >= {k} * transpose.naive}}}}");
+        // Just under the measured ratio holds; just over it does not.
+        assert_eq!(shown(&at_least(ratio * 0.99), &results), Ok(String::new()));
+        let note = shown(&at_least(ratio * 1.01), &results).expect("a note");
+        assert!(
+            note.starts_with("(not on the NVIDIA H200: padded "),
+            "{note}"
+        );
+        assert!(note.contains(&format!("{ratio:.2}×, not ≥ ")), "{note}");
+        let query = Query::parse(&at_least(ratio * 1.01)).expect("a claim");
+        assert!(render(&query, Some(&results), "r").contains("data-holds=\"false\""));
+        let apart = (ratio - 1.0) * 100.0;
+        let within =
+            |p: f64| format!("{{{{#claim transpose.padded within {p} % of transpose.naive}}}}");
+        assert_eq!(shown(&within(apart * 1.01), &results), Ok(String::new()));
+        let note = shown(&within(apart * 0.99), &results).expect("a note");
+        assert!(
+            note.contains(&format!("{apart:.1} % apart, not within")),
+            "{note}"
+        );
+        // "<" in a note is escaped for the page.
+        let note = shown("{{#claim transpose.padded < transpose.naive}}", &results).expect("note");
+        assert!(!note.contains('<'), "{note}");
+        let note = shown(
+            "{{#claim transpose.padded < 2 * transpose.naive}}",
+            &results,
+        )
+        .expect("note");
+        assert!(note.contains("not &lt; 2×"), "{note}");
     }
 
     #[test]
