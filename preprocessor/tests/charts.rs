@@ -251,9 +251,84 @@ fn the_roofline_meets_at_the_measured_ridge_point() {
         .svg
         .dots
         .iter()
-        .find(|d| d.class == "point")
+        .find(|d| d.datum.is_some())
         .expect("the FMA kernel");
     assert!(fma.tip.contains("at 4096 FLOP per byte"), "{}", fma.tip);
+    // The memory wall's lab has no counters: its FMA kernel stands at its compulsory intensity.
+    assert_eq!(fma.class, "point compulsory");
+}
+
+/// The intensity an x coordinate stands for on a roofline's log₂ axis, read from its first and
+/// last tick labels ("1/4", "1", "4096").
+fn intensity_at(chart: &ChartView, px: f64) -> f64 {
+    let ticks: Vec<(f64, f64)> = chart
+        .svg
+        .texts
+        .iter()
+        .filter(|t| t.class == "tick" && t.anchor == "middle")
+        .map(|t| {
+            let value = match t.text.strip_prefix("1/") {
+                Some(d) => 1.0 / d.parse::<f64>().expect("tick"),
+                None => t.text.parse().expect("tick"),
+            };
+            (t.x, value)
+        })
+        .collect();
+    assert!(ticks.len() >= 2, "the x axis's ticks");
+    let ((x0, v0), (x1, v1)) = (ticks[0], ticks[ticks.len() - 1]);
+    v0 * (v1 / v0).powf((px - x0) / (x1 - x0))
+}
+
+#[test]
+fn each_sgemm_rung_stands_at_the_hbm_intensity_its_counters_give() {
+    let (lab, results) = recorded_labs()
+        .into_iter()
+        .find(|(l, _)| l.name == "sgemm")
+        .expect("sgemm");
+    let chart = recorded_view(&lab, &results).chart.expect("chart");
+    assert_eq!(chart.kind, "roofline");
+    let profile = results.profile.as_ref().expect("the recording's counters");
+    let mut drawn = 0;
+    for row in results.variants.iter().filter(|v| v.work.is_some()) {
+        let label = lab.variant(&row.name).expect("row").label();
+        let dot = chart
+            .svg
+            .dots
+            .iter()
+            .find(|d| d.tip.starts_with(&format!("{label}: ")))
+            .unwrap_or_else(|| panic!("{}: no dot", row.name));
+        let work = row.work.as_ref().expect("work").count as f64;
+        let counted = profile
+            .kernels
+            .iter()
+            .find(|k| k.variant == row.name)
+            .and_then(|k| k.counters.dram_bytes);
+        let (bytes, class) = match counted {
+            Some(bytes) => (bytes, "point"),
+            None => (row.bytes_moved as f64, "point compulsory"),
+        };
+        let x = intensity_at(&chart, dot.cx);
+        assert!(
+            (x / (work / bytes) - 1.0).abs() < 0.01,
+            "{}: drawn at {x}, its bytes give {}",
+            row.name,
+            work / bytes
+        );
+        assert_eq!(dot.class, class, "{}", row.name);
+        let named = chart
+            .svg
+            .texts
+            .iter()
+            .any(|t| t.class == "kernel-label" && t.text == row.name);
+        assert!(named, "{}: no label", row.name);
+        drawn += 1;
+    }
+    // Every rung, the FMA kernel and cuBLAS (no counters: a library's kernels are not profiled).
+    assert!(drawn >= 7, "{drawn} rows drawn");
+    assert!(
+        chart.svg.dots.iter().any(|d| d.class == "point compulsory"),
+        "cuBLAS has no counters"
+    );
 }
 
 #[test]

@@ -10,7 +10,7 @@
 // tables; search must find a word; the dark theme must draw diagrams too, their text legible.
 // Every lab section must have its chart, drawn at a size, with marks, its text legible and its
 // marks visible on the page's background, in the light theme and in each dark theme (coal, navy,
-// ayu). Screenshots of the transpose lab, of a diagram in the dark theme, and of the Lab 2 and
+// ayu). No lab table is wider than the text column in a 1280 px window. Screenshots of the transpose lab, of a diagram in the dark theme, and of the Lab 2 and
 // memory-wall charts in the light and the coal theme are kept as artefacts.
 
 import { chromium } from 'playwright-core';
@@ -254,6 +254,7 @@ let diagrams = 0;
 let figures = 0;
 let formulas = 0;
 let tables = 0;
+let labTables = 0;
 let charts = 0;
 const chartPages = [];
 // The charts kept as screenshots, in the light and the coal theme (and checked in every theme).
@@ -350,9 +351,30 @@ for (const [index, name] of pages.entries()) {
   if (chartShots[name] && drawnCharts.length) {
     await page.locator('figure.kernelbook-chart').first().screenshot({ path: path.join(artefacts, `${chartShots[name]}-light.png`) });
   }
+  // Lab tables read without horizontal scrolling in this 1280 px window: no table (the launch
+  // statistics opened) is wider than its lab's column, and no lab section scrolls sideways.
+  const overflows = await page.evaluate(() => {
+    document.querySelectorAll('.kernelbook-lab details').forEach((d) => { d.open = true; });
+    const wide = [];
+    for (const lab of document.querySelectorAll('.kernelbook-lab')) {
+      const column = lab.clientWidth;
+      for (const table of lab.querySelectorAll('table')) {
+        const width = table.getBoundingClientRect().width;
+        if (width > column + 1) {
+          const what = table.querySelector('caption')?.textContent.slice(0, 40) ?? table.className ?? 'table';
+          wide.push(`${lab.id}: a table (${what || 'launch statistics'}) is ${Math.round(width)} px wide in a ${column} px column`);
+        }
+      }
+      if (lab.scrollWidth > column + 1) wide.push(`${lab.id}: scrolls sideways (${lab.scrollWidth} px in ${column} px)`);
+    }
+    return { wide, tables: document.querySelectorAll('.kernelbook-lab table').length };
+  });
+  problems.push(...overflows.wide);
+  labTables += overflows.tables;
   for (const problem of problems) fail(name, problem);
   await page.close();
 }
+if (labTables === 0) fail('book', 'no lab table was measured for overflow at 1280 px');
 
 // Search: the index is built and finds a word.
 progress('search');
@@ -440,7 +462,7 @@ if (chartPages.length < 10) fail('book', `charts on only ${chartPages.length} pa
 
 await browser.close();
 server.close();
-console.log(`browser test: ${pages.length} pages, ${diagrams} mermaid diagrams, ${figures} warp-access and bank diagrams, ${formulas} formulas, ${tables} lab sections, ${charts} charts; artefacts in ${artefacts}`);
+console.log(`browser test: ${pages.length} pages, ${diagrams} mermaid diagrams, ${figures} warp-access and bank diagrams, ${formulas} formulas, ${tables} lab sections, ${labTables} lab tables within the column at 1280 px, ${charts} charts; artefacts in ${artefacts}`);
 if (failures.length) {
   for (const failure of failures) console.log(`FAIL ${failure}`);
   console.log(`${pages.length - new Set(failures.map((f) => f.split(':')[0])).size} passed, ${new Set(failures.map((f) => f.split(':')[0])).size} failed`);

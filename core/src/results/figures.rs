@@ -272,6 +272,17 @@ pub fn ridge(work_per_second: f64, bytes_per_second: f64) -> Option<f64> {
     (work_per_second > 0.0 && bytes_per_second > 0.0 && ridge.is_finite()).then_some(ridge)
 }
 
+/// A row's work per byte against HBM: its work over the DRAM bytes read and written that
+/// Nsight Compute counted for it; `None` where the row does no work or has no such counters.
+/// The one measured intensity of the book (the roofline draws it, prose quotes it).
+pub fn dram_intensity(results: &LabResults, variant: &str) -> Option<f64> {
+    let work = results.variant(variant)?.work.as_ref()?.count as f64;
+    let run = results.profile.as_ref()?;
+    let counters = &run.kernels.iter().find(|k| k.variant == variant)?.counters;
+    let bytes = counters.dram_bytes.filter(|b| *b > 0.0)?;
+    Some(work / bytes).filter(|i| i.is_finite() && *i > 0.0)
+}
+
 /// How many times as fast as a baseline a row ran: the baseline's time over the row's. The one
 /// speed-up of the book (and "took N× as long" is the speed-up of the faster row over the slower).
 pub fn speedup(baseline_ms: f64, ms: f64) -> Option<f64> {

@@ -8,7 +8,9 @@
 use super::Beside;
 use super::measure::{Metric, Spread, time_spread};
 use super::scale::{Scale, format_number, format_power, power_span, power_ticks, round};
-use super::scene::{Datum, Dot, FOREGROUND, MEASURED, Paint, Scene, Swatch, WIDTH};
+use super::scene::{
+    CHAR_WIDTH, Datum, Dot, FOREGROUND, MEASURED, Paint, Scene, Swatch, Text, WIDTH,
+};
 use crate::format::{format_sig, from_giga, to_giga};
 use kernelbook_core::results::{LabResults, VariantResult, figures};
 use kernelbook_core::spec::LabSpec;
@@ -63,29 +65,50 @@ fn work_rate(v: &VariantResult) -> Option<Spread> {
     .spread(v)
 }
 
-/// A row drawn at its own intensity: its work over the bytes it must move.
+/// Where a row's bytes come from, and so what its intensity means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traffic {
+    /// Nsight Compute's DRAM bytes read and written in that row's profile: what it really
+    /// moved through HBM.
+    Dram,
+    /// The bytes the lab says it must move (no counters for the row): each input read once,
+    /// each output written once, the least any kernel of the lab could move.
+    Compulsory,
+}
+
+/// A row drawn at its own intensity: its work over the bytes it moved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Kernel {
+    /// The row's name, short enough to write beside its dot.
+    pub name: String,
     pub label: String,
     pub intensity: f64,
+    pub traffic: Traffic,
     pub rate: Spread,
 }
 
-/// Every measured row that does work and moves bytes.
+/// Every measured row that does work and moves bytes, at its HBM intensity where its profile
+/// counted DRAM bytes and at its compulsory intensity where not. A row that does no work (the
+/// copy) has no intensity: its bandwidth is the slope.
 pub fn kernels(lab: &LabSpec, results: &LabResults) -> Vec<Kernel> {
     results
         .variants
         .iter()
         .filter_map(|v| {
             let work = v.work.as_ref()?.count as f64;
-            let intensity =
-                Some(work / v.bytes_moved as f64).filter(|i| i.is_finite() && *i > 0.0)?;
+            let (intensity, traffic) = match figures::dram_intensity(results, &v.name) {
+                Some(intensity) => (intensity, Traffic::Dram),
+                None => (work / v.bytes_moved as f64, Traffic::Compulsory),
+            };
+            let intensity = Some(intensity).filter(|i| i.is_finite() && *i > 0.0)?;
             Some(Kernel {
+                name: v.name.clone(),
                 label: lab
                     .variant(&v.name)
                     .map_or(v.name.as_str(), |s| s.label())
                     .to_string(),
                 intensity,
+                traffic,
                 rate: work_rate(v)?,
             })
         })
@@ -130,6 +153,7 @@ pub fn chart(
     let (divisor, rate_label) = crate::format::rate_scale(results)?;
     let recorded = beside.and_then(|b| Some((b.name(), Roof::measured(lab, b.results)?)));
     let kernels = kernels(lab, results);
+    let traffic: Vec<Traffic> = kernels.iter().map(|k| k.traffic).collect();
     let theoretical = from_giga(results.provenance.device.theoretical_gbs());
     let roofs: Vec<&Roof> = [&roof]
         .into_iter()
@@ -144,13 +168,14 @@ pub fn chart(
     );
     let labels = Labels {
         memory: label(lab, &ridge.memory),
+        memory_name: ridge.memory.clone(),
         compute: label(lab, &ridge.compute),
         unit,
         rate: rate_label,
         divisor,
     };
     let mut scene = Scene::new(x.data("x"));
-    let top = scene.legend(LEFT, 6.0, legend(recorded.as_ref(), theoretical)) + 8.0;
+    let top = scene.legend(LEFT, 6.0, legend(recorded.as_ref(), theoretical, &traffic)) + 8.0;
     let bottom = top + PLOT_HEIGHT;
     let y = Scale::log(10f64.powi(y_span.0), 10f64.powi(y_span.1), bottom, top);
     scene.axis = y.data("y");
@@ -177,6 +202,20 @@ pub fn chart(
         roof.ridge(),
         labels.unit
     );
+    for k in &kernels {
+        scene.desc.push_str(&format!(
+            "; {}: {} {} at {} {} per byte ({})",
+            k.name,
+            format_sig(k.rate.median / divisor),
+            labels.rate,
+            format_sig(k.intensity),
+            labels.unit,
+            match k.traffic {
+                Traffic::Dram => "DRAM counters",
+                Traffic::Compulsory => "compulsory bytes",
+            }
+        ));
+    }
     Some((scene, caption(&labels, &roof, recorded.as_ref())))
 }
 
@@ -187,6 +226,8 @@ fn label(lab: &LabSpec, name: &str) -> String {
 /// What the chart calls its rows and units.
 struct Labels {
     memory: String,
+    /// The memory row's name, short enough for the slope's label.
+    memory_name: String,
     compute: String,
     /// The work's unit: "FLOP".
     unit: String,
@@ -212,13 +253,17 @@ impl Axes {
 fn caption(labels: &Labels, roof: &Roof, recorded: Option<&(String, Roof)>) -> String {
     let mut text = format!(
         "The measured roofline, both axes logarithmic: the slope is {}'s bandwidth, the flat roof {}'s rate, \
-         meeting at the ridge point, {:.1} {} per byte. Dots are the kernels at their own intensity; \
-         whiskers span the least to the greatest stored sample; the dashed slope is the theoretical bandwidth \
+         meeting at the ridge point, {:.1} {} per byte. The {} row does no arithmetic, so it has no dot: its \
+         bandwidth is the slope. Each other row is a dot at its own intensity, its work over the bytes it \
+         moved: filled where Nsight Compute counted that row's DRAM bytes read and written (its intensity \
+         against HBM), hollow where the row has no counters and stands at its compulsory intensity (every \
+         input read once, every output written once); whiskers span the least to the greatest stored sample; the dashed slope is the theoretical bandwidth \
          (memory clock × bus width).",
         labels.memory,
         labels.compute,
         roof.ridge(),
-        labels.unit
+        labels.unit,
+        labels.memory_name
     );
     if let Some((name, _)) = recorded {
         text.push_str(&format!(" The faint dashed roof is the {name}."));
@@ -226,19 +271,31 @@ fn caption(labels: &Labels, roof: &Roof, recorded: Option<&(String, Roof)>) -> S
     text
 }
 
-fn legend(recorded: Option<&(String, Roof)>, theoretical: f64) -> Vec<(Swatch, String)> {
+fn legend(
+    recorded: Option<&(String, Roof)>,
+    theoretical: f64,
+    traffic: &[Traffic],
+) -> Vec<(Swatch, String)> {
     let mut entries = vec![
         (Swatch::Stroke(roof_paint()), "measured roof".to_string()),
         (
             Swatch::Stroke(theoretical_paint()),
             format!("theoretical {:.0} GB/s", to_giga(theoretical)),
         ),
-        (
-            Swatch::Dot(Paint::filled(MEASURED)),
-            "kernel at its own intensity".into(),
-        ),
-        (Swatch::Whisker, "min – max of the samples".into()),
     ];
+    if traffic.contains(&Traffic::Dram) {
+        entries.push((
+            Swatch::Dot(dram_paint()),
+            "at its HBM intensity (DRAM counters)".into(),
+        ));
+    }
+    if traffic.contains(&Traffic::Compulsory) {
+        entries.push((
+            Swatch::Dot(compulsory_paint()),
+            "at its compulsory intensity (no counters)".into(),
+        ));
+    }
+    entries.push((Swatch::Whisker, "min – max of the samples".into()));
     if let Some((name, _)) = recorded {
         entries.push((Swatch::Stroke(recorded_paint()), name.clone()));
     }
@@ -311,38 +368,18 @@ fn draw_roof(scene: &mut Scene, roof: &Roof, axes: &Axes, labels: &Labels, recor
         "start",
         words,
     );
-    // The slope's own whisker, halfway (in ratio) between the left edge and the ridge.
-    let at = (left * ridge).sqrt();
+    // The copy does no arithmetic, so it has no intensity and no dot of its own: its
+    // bandwidth is the slope, named in the empty corner above it (the rungs left of the ridge
+    // stand below it).
     let b = &roof.bandwidth;
-    let (x, lo) = axes.at(at, b.min * at, d);
-    let (_, hi) = axes.at(at, b.max * at, d);
-    scene.whisker(false, lo, hi, x, 3.0);
-    let (_, median) = axes.at(at, b.median * at, d);
-    scene.dots.push(Dot {
-        class: "point slope",
-        cx: x,
-        cy: median,
-        r: 3.0,
-        paint: Paint {
-            fill: "none".into(),
-            ..Paint::stroked(MEASURED, 1.5)
-        },
-        datum: Some(Datum {
-            value: b.median * at / d,
-            field: "rate",
-            series: "measured",
-        }),
-        tip: format!(
-            "{}: {:.0} GB/s (samples {:.0} – {:.0})",
-            labels.memory,
-            to_giga(b.median),
-            to_giga(b.min),
-            to_giga(b.max)
-        ),
-    });
-    // Below the rising slope, right of its whisker; above the flat roof, at its right end.
-    let words = format!("{:.0} GB/s measured", to_giga(b.median));
-    scene.text("roof-label", (x + 8.0, median + 16.0), "start", words);
+    let words = format!(
+        "slope: {}, {:.0} GB/s measured ({:.0} – {:.0} over the samples)",
+        labels.memory_name,
+        to_giga(b.median),
+        to_giga(b.min),
+        to_giga(b.max)
+    );
+    scene.text("roof-label", (LEFT + 6.0, axes.top + 22.0), "start", words);
     let words = format!(
         "{} {} measured",
         format_sig(roof.compute.median / d),
@@ -378,24 +415,37 @@ fn draw_theoretical(
 
 fn draw_kernels(scene: &mut Scene, kernels: &[Kernel], axes: &Axes, labels: &Labels) {
     let d = labels.divisor;
+    let mut taken: Vec<Area> = scene.texts.iter().map(Area::of_text).collect();
+    for k in kernels {
+        let (x, median) = axes.at(k.intensity, k.rate.median, d);
+        taken.push(Area::around(x, median, 5.0));
+    }
     for k in kernels {
         let (x, median) = axes.at(k.intensity, k.rate.median, d);
         let (_, lo) = axes.at(k.intensity, k.rate.min, d);
         let (_, hi) = axes.at(k.intensity, k.rate.max, d);
         scene.whisker(false, lo, hi, x, 3.0);
+        let (class, paint, bytes) = match k.traffic {
+            Traffic::Dram => ("point", dram_paint(), "Nsight Compute's DRAM bytes"),
+            Traffic::Compulsory => (
+                "point compulsory",
+                compulsory_paint(),
+                "compulsory bytes, no counters",
+            ),
+        };
         scene.dots.push(Dot {
-            class: "point",
+            class,
             cx: x,
             cy: median,
             r: 4.5,
-            paint: Paint::filled(MEASURED),
+            paint,
             datum: Some(Datum {
                 value: k.rate.median / d,
                 field: "rate",
                 series: "measured",
             }),
             tip: format!(
-                "{}: {} {} at {} {} per byte",
+                "{}: {} {} at {} {} per byte ({bytes})",
                 k.label,
                 format_sig(k.rate.median / d),
                 labels.rate,
@@ -403,6 +453,85 @@ fn draw_kernels(scene: &mut Scene, kernels: &[Kernel], axes: &Axes, labels: &Lab
                 labels.unit
             ),
         });
+        let (at, anchor) = free_place(&taken, x, median, &k.name);
+        taken.push(Area::of(at, anchor, &k.name));
+        scene.text("kernel-label", at, anchor, k.name.clone());
+    }
+}
+
+fn dram_paint() -> Paint {
+    Paint::filled(MEASURED)
+}
+
+fn compulsory_paint() -> Paint {
+    Paint {
+        fill: "none".into(),
+        ..Paint::stroked(MEASURED, 1.5)
+    }
+}
+
+/// A label's place beside a dot at (`x`, `y`): right of it, left, above or below, the first
+/// that overlaps no other label or dot (right of it where none is free).
+fn free_place(taken: &[Area], x: f64, y: f64, words: &str) -> ((f64, f64), &'static str) {
+    let places = [
+        ((x + 8.0, y + 4.0), "start"),
+        ((x - 8.0, y + 4.0), "end"),
+        ((x, y - 9.0), "middle"),
+        ((x, y + 17.0), "middle"),
+    ];
+    places
+        .into_iter()
+        .find(|(at, anchor)| {
+            let area = Area::of(*at, anchor, words);
+            !taken.iter().any(|t| t.overlaps(&area))
+        })
+        .unwrap_or(places[0])
+}
+
+/// The box a label or a dot covers, in SVG pixels.
+#[derive(Debug, Clone, Copy)]
+struct Area {
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+}
+
+impl Area {
+    /// A 12-pixel label written at `at` (its baseline) with `anchor`.
+    fn of(at: (f64, f64), anchor: &str, words: &str) -> Area {
+        let width = words.chars().count() as f64 * CHAR_WIDTH;
+        let left = match anchor {
+            "end" => at.0 - width,
+            "middle" => at.0 - width / 2.0,
+            _ => at.0,
+        };
+        Area {
+            left,
+            right: left + width,
+            top: at.1 - 10.0,
+            bottom: at.1 + 2.0,
+        }
+    }
+
+    fn of_text(text: &Text) -> Area {
+        Area::of((text.x, text.y), text.anchor, &text.text)
+    }
+
+    fn around(x: f64, y: f64, r: f64) -> Area {
+        Area {
+            left: x - r,
+            right: x + r,
+            top: y - r,
+            bottom: y + r,
+        }
+    }
+
+    fn overlaps(&self, other: &Area) -> bool {
+        self.left < other.right
+            && other.left < self.right
+            && self.top < other.bottom
+            && other.top < self.bottom
     }
 }
 
@@ -410,7 +539,7 @@ fn draw_kernels(scene: &mut Scene, kernels: &[Kernel], axes: &Axes, labels: &Lab
 mod tests {
     use super::*;
     use crate::chart::testing::{results, sampled};
-    use kernelbook_core::results::Work;
+    use kernelbook_core::results::{KernelProfile, ProfileRun, ProfiledVariant, Work};
     use std::path::Path;
 
     const LAB: &str = r#"
@@ -511,7 +640,7 @@ work = { count = "8", unit = "FLOP" }
         let fma = scene
             .dots
             .iter()
-            .find(|d| d.class == "point")
+            .find(|d| d.class == "point compulsory")
             .expect("kernel");
         assert_eq!(fma.cy, corners[1].1);
         assert_eq!(fma.datum.as_ref().map(|d| d.value), Some(64.0));
@@ -525,6 +654,92 @@ work = { count = "8", unit = "FLOP" }
             .find(|p| p.class == "theoretical")
             .expect("theoretical slope");
         assert!(theoretical.paint.dash.is_some());
+    }
+
+    /// `measured()` with Nsight Compute's DRAM bytes for the FMA row: 32 TB read and written.
+    fn profiled() -> LabResults {
+        let mut r = measured();
+        r.profile = Some(ProfileRun {
+            kernels: vec![ProfiledVariant {
+                variant: "fma".into(),
+                counters: KernelProfile {
+                    dram_bytes: Some(32e12),
+                    ..KernelProfile::default()
+                },
+            }],
+            ..ProfileRun::default()
+        });
+        r
+    }
+
+    /// The intensity a dot's x stands for on the chart's log₂ axis, read from two of its ticks.
+    fn intensity_at(scene: &Scene, px: f64) -> f64 {
+        let ticks: Vec<(f64, f64)> = scene
+            .texts
+            .iter()
+            .filter(|t| t.class == "tick" && t.anchor == "middle")
+            .map(|t| {
+                let v = match t.text.strip_prefix("1/") {
+                    Some(d) => 1.0 / d.parse::<f64>().expect("tick"),
+                    None => t.text.parse().expect("tick"),
+                };
+                (t.x, v)
+            })
+            .collect();
+        let ((x0, v0), (x1, v1)) = (ticks[0], ticks[ticks.len() - 1]);
+        v0 * (v1 / v0).powf((px - x0) / (x1 - x0))
+    }
+
+    #[test]
+    fn a_row_with_dram_counters_stands_at_its_hbm_intensity_and_is_labelled() {
+        let kernels = kernels(&lab(), &profiled());
+        assert_eq!(kernels[0].traffic, Traffic::Dram);
+        assert_eq!(kernels[0].intensity, 2.0, "64 TFLOP over 32 TB");
+        let (scene, caption) = chart(&lab(), &profiled(), None).expect("a roofline");
+        let dot = scene.dots.iter().find(|d| d.class == "point").expect("fma");
+        assert!((intensity_at(&scene, dot.cx) / 2.0 - 1.0).abs() < 0.01);
+        assert!(dot.tip.contains("DRAM bytes"), "{}", dot.tip);
+        assert!(
+            scene
+                .texts
+                .iter()
+                .any(|t| t.class == "kernel-label" && t.text == "fma")
+        );
+        assert!(
+            caption.contains("The copy row does no arithmetic"),
+            "{caption}"
+        );
+        // The copy gets no dot: only the FMA row stands for a figure.
+        assert_eq!(scene.dots.iter().filter(|d| d.datum.is_some()).count(), 1);
+    }
+
+    #[test]
+    fn a_row_without_counters_is_drawn_hollow_at_its_compulsory_intensity() {
+        let (scene, _) = chart(&lab(), &measured(), None).expect("a roofline");
+        let dot = scene
+            .dots
+            .iter()
+            .find(|d| d.class == "point compulsory")
+            .expect("fma, without counters");
+        assert_eq!(dot.paint.fill, "none");
+        assert!((intensity_at(&scene, dot.cx) / 4000.0 - 1.0).abs() < 0.01);
+        assert!(dot.tip.contains("compulsory"), "{}", dot.tip);
+        let legend: Vec<&str> = scene
+            .texts
+            .iter()
+            .filter(|t| t.class == "legend")
+            .map(|t| t.text.as_str())
+            .collect();
+        assert!(legend.contains(&"at its compulsory intensity (no counters)"));
+        assert!(!legend.contains(&"at its HBM intensity (DRAM counters)"));
+    }
+
+    #[test]
+    fn labels_take_a_free_place_beside_their_dot() {
+        let taken = [Area::of((108.0, 104.0), "start", "naive")];
+        // Right of the dot at (100, 100) is taken: the label goes to its left.
+        assert_eq!(free_place(&taken, 100.0, 100.0, "tiled_8").1, "end");
+        assert_eq!(free_place(&[], 100.0, 100.0, "tiled_8").1, "start");
     }
 
     #[test]

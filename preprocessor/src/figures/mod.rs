@@ -25,9 +25,11 @@ use kernelbook_core::results::figures::{self, RowFigures};
 use kernelbook_core::results::{KernelProfile, LabResults, Outcome, VariantResult};
 use std::ops::Range;
 
+pub mod claim;
 pub mod device;
 pub mod error;
 
+pub use claim::{Factor, Op, Relation};
 pub use device::Property;
 pub use error::{Gap, ParseError};
 
@@ -80,6 +82,15 @@ pub enum Query {
     Claim {
         lab: String,
         rows: Vec<String>,
+        field: Field,
+    },
+    /// A claim the prose makes about how far apart two rows are (`a >= 2 * b`, `a within 5 %
+    /// of b`), shown and checked like an order claim ([`claim`]).
+    Compare {
+        lab: String,
+        left: String,
+        relation: Relation,
+        right: String,
         field: Field,
     },
 }
@@ -164,10 +175,13 @@ pub enum Field {
     WarpInstructions,
     /// DRAM throughput, per cent of its peak over the kernel's time, from the profile.
     DramThroughput,
+    /// Work per byte against HBM: the row's work over the DRAM bytes read and written in its
+    /// profile (where the roofline draws it).
+    DramIntensity,
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 14] = [
+    const NAMES: [(&'static str, Field); 15] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -182,6 +196,7 @@ impl Field {
         ("waves", Field::Waves),
         ("warp_instructions", Field::WarpInstructions),
         ("dram_throughput", Field::DramThroughput),
+        ("dram_intensity", Field::DramIntensity),
     ];
 
     /// The name directives use.
@@ -243,7 +258,7 @@ impl Query {
                 property: Property::parse(rest.first().copied())?,
             }),
             ("ridge", [compute, memory]) => parse_ridge(compute, memory),
-            ("claim", words) => parse_claim(words),
+            ("claim", words) => claim::parse(words),
             ("device", _) => Err(ParseError::Usage(
                 "`{{#device}}` takes a lab and an optional property: `{{#device LAB [PROPERTY]}}`",
             )),
@@ -264,7 +279,7 @@ impl Query {
             Query::Value { field, .. } => field.name(),
             Query::Ratio { .. } => "ratio",
             Query::Device { .. } => "device",
-            Query::Claim { .. } => "claim",
+            Query::Claim { .. } | Query::Compare { .. } => "claim",
             Query::Ridge {
                 memory: Bandwidth::Row(_),
                 ..
@@ -282,6 +297,7 @@ impl Query {
             | Query::Ratio { lab, .. }
             | Query::Device { lab, .. }
             | Query::Claim { lab, .. }
+            | Query::Compare { lab, .. }
             | Query::Ridge { lab, .. } => lab,
         }
     }
@@ -293,6 +309,7 @@ impl Query {
             Query::Ratio { top, bottom, .. } => vec![top, bottom],
             Query::Device { .. } => Vec::new(),
             Query::Claim { rows, .. } => rows.iter().map(String::as_str).collect(),
+            Query::Compare { left, right, .. } => vec![left, right],
             Query::Ridge {
                 compute, memory, ..
             } => match memory {
@@ -348,37 +365,6 @@ fn parse_ridge(compute: &str, memory: &str) -> Result<Query, ParseError> {
     })
 }
 
-/// `LAB.A < LAB.B [< LAB.C ...] [FIELD]`: rows of one lab in increasing order.
-fn parse_claim(words: &[&str]) -> Result<Query, ParseError> {
-    let usage = ParseError::Usage(
-        "`{{#claim LAB.A < LAB.B [< LAB.C ...] [FIELD]}}`: rows of one lab, in increasing order",
-    );
-    let (field, words) = match words.split_last() {
-        Some((last, rest)) if !last.contains('.') && *last != "<" => (Field::parse(last)?, rest),
-        _ => (Field::Gbs, words),
-    };
-    if words.len() < 3 || words.len() % 2 == 0 {
-        return Err(usage);
-    }
-    let mut lab = None;
-    let mut rows = Vec::new();
-    for (i, word) in words.iter().enumerate() {
-        if i % 2 == 1 {
-            if *word != "<" {
-                return Err(usage);
-            }
-            continue;
-        }
-        let (this, variant) = row(word)?;
-        if lab.get_or_insert_with(|| this.clone()) != &this {
-            return Err(usage);
-        }
-        rows.push(variant);
-    }
-    let lab = lab.ok_or(usage)?;
-    Ok(Query::Claim { lab, rows, field })
-}
-
 fn name(word: &str) -> Result<String, ParseError> {
     let ok = !word.is_empty()
         && word
@@ -402,7 +388,7 @@ fn row(path: &str) -> Result<(String, String), ParseError> {
 /// why there is none. `source` says where the results come from, for the tooltip.
 pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> String {
     match (query, figure(query, results)) {
-        (Query::Claim { .. }, Ok(note)) => format!(
+        (Query::Claim { .. } | Query::Compare { .. }, Ok(note)) => format!(
             "<span class=\"kernelbook-claim\" data-holds=\"{}\" title=\"{}\">{note}</span>",
             note.is_empty(),
             escape(source)
@@ -444,7 +430,14 @@ pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Gap
         Query::Device { property, .. } => property
             .text(&results.provenance.device)
             .map(|t| escape(&t)),
-        Query::Claim { rows, field, .. } => claim(results, rows, *field),
+        Query::Claim { rows, field, .. } => claim::check_order(results, rows, *field),
+        Query::Compare {
+            left,
+            relation,
+            right,
+            field,
+            ..
+        } => claim::check_compare(results, (left, right), relation, *field),
         Query::Ridge {
             compute, memory, ..
         } => ridge(results, compute, memory).map(crate::format::format_sig),
@@ -460,28 +453,6 @@ fn ridge(results: &LabResults, compute: &str, memory: &Bandwidth) -> Result<f64,
     };
     figures::ridge(rate, figures::gbs_to_bytes_per_second(gbs))
         .ok_or_else(|| Gap::NotANumber(format!("`{compute}` over a bandwidth of {gbs} GB/s")))
-}
-
-/// Nothing where the rows are in the claimed order; otherwise a note with the figures, so the
-/// reader sees that their GPU disagrees with the sentence.
-fn claim(results: &LabResults, rows: &[String], field: Field) -> Result<String, Gap> {
-    let values = rows
-        .iter()
-        .map(|row| quantity(results, row, field))
-        .collect::<Result<Vec<f64>, Gap>>()?;
-    if values.windows(2).all(|pair| pair[0] < pair[1]) {
-        return Ok(String::new());
-    }
-    let figures: Vec<String> = rows
-        .iter()
-        .zip(&values)
-        .map(|(row, value)| format!("{row} {}", format_field(field, *value)))
-        .collect();
-    Ok(format!(
-        "(not on the {}: {})",
-        escape(&results.provenance.device.name),
-        figures.join(", ")
-    ))
 }
 
 /// `field` of row `variant`, unformatted.
@@ -527,6 +498,11 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
         Field::DramThroughput => profiled(results, variant)?
             .dram_throughput_pct
             .ok_or_else(|| missing("DRAM throughput in its profile"))?,
+        Field::DramIntensity => {
+            profiled(results, variant)?;
+            figures::dram_intensity(results, variant)
+                .ok_or_else(|| missing("work and DRAM bytes in its profile"))?
+        }
     };
     Ok(value)
 }
@@ -569,9 +545,11 @@ fn format_field(field: Field, value: f64) -> String {
         | Field::Spread
         | Field::Occupancy
         | Field::DramThroughput => format!("{value:.1} %"),
-        Field::Counter | Field::Rate | Field::DramRead | Field::WarpInstructions => {
-            crate::format::format_sig(value)
-        }
+        Field::Counter
+        | Field::Rate
+        | Field::DramRead
+        | Field::WarpInstructions
+        | Field::DramIntensity => crate::format::format_sig(value),
         Field::Sectors | Field::Waves => significant(value),
     }
 }
@@ -672,7 +650,7 @@ mod tests {
         ));
         for bad in [
             "{{#claim t.a}}",
-            "{{#claim t.a > t.b}}",
+            "{{#claim t.a >> t.b}}",
             "{{#claim t.a < u.b}}",
             "{{#claim t.a < t.b <}}",
         ] {
@@ -692,6 +670,94 @@ mod tests {
             "{note}"
         );
         assert!(render(&fails, Some(&results), "r").contains("data-holds=\"false\""));
+    }
+
+    #[test]
+    fn a_claim_about_magnitudes_parses_or_says_what_is_wrong() {
+        assert_eq!(
+            Query::parse("{{#claim s.regtile >= 3 * s.tiled_32 rate}}"),
+            Ok(Query::Compare {
+                lab: "s".into(),
+                left: "regtile".into(),
+                relation: Relation::Bound {
+                    op: Op::AtLeast,
+                    factor: Factor::parse("3").expect("3"),
+                },
+                right: "tiled_32".into(),
+                field: Field::Rate,
+            })
+        );
+        assert_eq!(
+            Query::parse("{{#claim b.copy within 2.5 % of b.memcpy}}"),
+            Ok(Query::Compare {
+                lab: "b".into(),
+                left: "copy".into(),
+                relation: Relation::Within {
+                    percent: Factor::parse("2.5").expect("2.5"),
+                },
+                right: "memcpy".into(),
+                field: Field::Gbs,
+            })
+        );
+        assert!(matches!(
+            Query::parse("{{#claim t.a > t.b}}"),
+            Ok(Query::Compare {
+                relation: Relation::Bound {
+                    op: Op::Greater,
+                    ..
+                },
+                ..
+            })
+        ));
+        for (bad, message) in [
+            ("{{#claim t.a >= 0 * t.b}}", "a positive number"),
+            ("{{#claim t.a >= -2 * t.b}}", "a positive number"),
+            ("{{#claim t.a >= x * t.b}}", "a positive number"),
+            ("{{#claim t.a == t.b}}", "`{{#claim}}` takes"),
+            ("{{#claim t.a within 5 of t.b}}", "`{{#claim}}` takes"),
+            ("{{#claim t.a within 5 % of u.b}}", "two rows of one lab"),
+            ("{{#claim t.a >= 2 * t.b speed}}", "unknown field `speed`"),
+            ("{{#claim t.a >= 2 * t.b *}}", "`{{#claim}}` takes"),
+        ] {
+            let err = Query::parse(bad).expect_err(bad).to_string();
+            assert!(err.contains(message), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_claim_about_magnitudes_is_checked_against_the_figures() {
+        let results = recorded("transpose");
+        let ratio = quantity(&results, "padded", Field::Gbs).expect("padded")
+            / quantity(&results, "naive", Field::Gbs).expect("naive");
+        let at_least = |k: f64| format!("{{{{#claim transpose.padded >= {k} * transpose.naive}}}}");
+        // Just under the measured ratio holds; just over it does not.
+        assert_eq!(shown(&at_least(ratio * 0.99), &results), Ok(String::new()));
+        let note = shown(&at_least(ratio * 1.01), &results).expect("a note");
+        assert!(
+            note.starts_with("(not on the NVIDIA H200: padded "),
+            "{note}"
+        );
+        assert!(note.contains(&format!("{ratio:.2}×, not ≥ ")), "{note}");
+        let query = Query::parse(&at_least(ratio * 1.01)).expect("a claim");
+        assert!(render(&query, Some(&results), "r").contains("data-holds=\"false\""));
+        let apart = (ratio - 1.0) * 100.0;
+        let within =
+            |p: f64| format!("{{{{#claim transpose.padded within {p} % of transpose.naive}}}}");
+        assert_eq!(shown(&within(apart * 1.01), &results), Ok(String::new()));
+        let note = shown(&within(apart * 0.99), &results).expect("a note");
+        assert!(
+            note.contains(&format!("{apart:.1} % apart, not within")),
+            "{note}"
+        );
+        // "<" in a note is escaped for the page.
+        let note = shown("{{#claim transpose.padded < transpose.naive}}", &results).expect("note");
+        assert!(!note.contains('<'), "{note}");
+        let note = shown(
+            "{{#claim transpose.padded < 2 * transpose.naive}}",
+            &results,
+        )
+        .expect("note");
+        assert!(note.contains("not &lt; 2×"), "{note}");
     }
 
     #[test]
@@ -776,6 +842,25 @@ mod tests {
         unprofiled.profile = None;
         let err = shown("{{#value strided.s1.dram_read}}", &unprofiled).expect_err("a gap");
         assert!(err.contains("was not profiled"), "{err}");
+    }
+
+    #[test]
+    fn an_hbm_intensity_is_the_rows_work_over_its_counted_dram_bytes() {
+        let results = recorded("sgemm");
+        let row = results.variant("naive").expect("naive");
+        let work = row.work.as_ref().expect("work").count as f64;
+        let bytes = profiled(&results, "naive")
+            .expect("counters")
+            .dram_bytes
+            .expect("DRAM bytes");
+        assert_eq!(
+            shown("{{#value sgemm.naive.dram_intensity}}", &results),
+            Ok(crate::format::format_sig(work / bytes))
+        );
+        // cuBLAS's kernels are not profiled; the copy does no work.
+        let err = shown("{{#value sgemm.cublas.dram_intensity}}", &results).expect_err("a gap");
+        assert!(err.contains("cublas"), "{err}");
+        assert!(shown("{{#value sgemm.memcpy.dram_intensity}}", &results).is_err());
     }
 
     #[test]
