@@ -46,8 +46,12 @@ pub fn lab(view: &LabView) -> String {
             .iter()
             .map(|l| vec![l.name.clone(), l.variant.clone(), l.value.clone()])
             .collect::<Vec<_>>();
+        let caption = view.provenance.as_ref().map_or_else(
+            || "The hierarchy".to_string(),
+            |p| format!("The hierarchy of the {}", p.device),
+        );
         blocks.push(format!(
-            "*The hierarchy on this GPU*\n\n{}",
+            "*{caption}*\n\n{}",
             pipe_table(&["Level", "Read off", view.levels_header.as_str()], &rows)
         ));
     }

@@ -640,16 +640,26 @@ fn figure_text(figure: &FigureDirective, outcomes: &BTreeMap<&str, LabOutcome>) 
     figures::render(&figure.query, results, &source)
 }
 
-/// The ready labs the book shows, each once however often it is shown (in the order first
-/// shown; then the labs only diagrams take counters from), with the kernels each one names.
+/// The ready labs the book shows, each once however often it is shown (in the order a reader
+/// meets them: the chapters in `chapter_order`, the book's own, then any other; then the labs
+/// only diagrams take counters from), with the kernels each one names.
 pub fn shown_labs<'a>(
     index: &BookIndex,
     labs: &'a Labs,
+    chapter_order: &[PathBuf],
 ) -> Vec<(&'a LabSpec, BTreeMap<String, KernelSource>)> {
     let mut shown: Vec<&str> = Vec::new();
-    let named = index
-        .chapters
-        .values()
+    let in_order = chapter_order
+        .iter()
+        .filter_map(|path| index.chapters.get(path))
+        .chain(
+            index
+                .chapters
+                .iter()
+                .filter(|(path, _)| !chapter_order.contains(path))
+                .map(|(_, scan)| scan),
+        );
+    let named = in_order
         .flat_map(|scan| &scan.directives)
         .map(|directive| directive.lab.as_str())
         .chain(crate::book::profiled_labs(index));
@@ -987,7 +997,12 @@ impl Preprocessor for KernelbookPreprocessor {
         )?;
         check_directives(&index, &labs)?;
         let strict = self.is_strict(ctx)?;
-        let shown = shown_labs(&index, &labs);
+        let chapter_order: Vec<PathBuf> = book
+            .chapters()
+            .filter_map(|ch| ch.source_path.as_ref().or(ch.path.as_ref()))
+            .map(|path| src_dir.join(path))
+            .collect();
+        let shown = shown_labs(&index, &labs, &chapter_order);
         let pairs: Vec<(&LabSpec, &BTreeMap<String, KernelSource>)> =
             shown.iter().map(|(lab, k)| (*lab, k)).collect();
         let outcomes = self.lab_outcomes(&pairs)?;

@@ -544,7 +544,10 @@ fn results_view(lab: &LabSpec, origin: Origin<'_>) -> LabView {
         counter_header: columns.counter_header,
         counter_ns_header: columns.counter_ns_header,
         ratios: ratio_sentences(lab, &figures.ratios),
-        ridge: figures.ridge.as_ref().map(ridge_sentence),
+        ridge: figures
+            .ridge
+            .as_ref()
+            .map(|ridge| ridge_sentence(ridge, &results.provenance.device.name)),
         profile: profile_view(lab, results),
         levels,
         levels_header,
@@ -666,7 +669,13 @@ fn peers_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
             }
         })
         .collect();
-    (!peers.is_empty()).then(|| format!("Peers on this machine — {}.", peers.join("; ")))
+    (!peers.is_empty()).then(|| {
+        format!(
+            "Peers on the machine that measured these results ({}) — {}.",
+            results.provenance.device.name,
+            peers.join("; ")
+        )
+    })
 }
 
 /// A check that compares only every n-th element says so, and why.
@@ -804,12 +813,13 @@ fn ratio_sentences(lab: &LabSpec, ratios: &[TimeRatio]) -> Vec<String> {
         .collect()
 }
 
-/// The measured ridge point: FLOP/s of the compute variant over bytes/s of the memory variant.
-fn ridge_sentence(ridge: &Ridge) -> String {
+/// The measured ridge point: FLOP/s of the compute variant over bytes/s of the memory variant,
+/// on the GPU the results come from (this one's, or a recording's).
+fn ridge_sentence(ridge: &Ridge, device: &str) -> String {
     let unit = &ridge.unit;
     format!(
-        "Ridge point on this GPU: {:.1} T{unit}/s ÷ {:.0} GB/s = {:.1} {unit} per byte, both measured in this run. \
-         A kernel doing fewer {unit} per byte of HBM traffic than that is memory-bound here.",
+        "Ridge point on the {device}: {:.1} T{unit}/s ÷ {:.0} GB/s = {:.1} {unit} per byte, both measured in the same run. \
+         A kernel doing fewer {unit} per byte of HBM traffic than that is memory-bound there.",
         to_tera(ridge.work_per_second),
         ridge.gbs,
         ridge.intensity

@@ -111,7 +111,7 @@ fn cycles_become_nanoseconds_at_the_recorded_sm_clock_and_levels_summarise_them(
     };
     assert!(value(0) < value(1) && value(1) < value(2));
     let html = Templates::new().render_lab(&view).expect("render");
-    assert!(html.contains("The hierarchy on this GPU"));
+    assert!(html.contains("The hierarchy of the "));
     assert!(html.contains("cycles per load"));
 }
 

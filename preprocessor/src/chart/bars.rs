@@ -230,7 +230,7 @@ fn recorded_paint() -> Paint {
 }
 
 /// `text` cut to `chars` characters, an ellipsis marking the cut.
-fn fit(text: &str, chars: usize) -> String {
+pub fn fit(text: &str, chars: usize) -> String {
     if text.chars().count() <= chars {
         return text.to_string();
     }

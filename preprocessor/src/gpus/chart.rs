@@ -36,12 +36,17 @@ pub struct ChartView {
     pub label: String,
 }
 
-/// A variant's label, at the middle of its bars.
+/// A variant's label, at the middle of its bars: cut to the room left of them, whole in its
+/// tooltip.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Group {
     pub y: f64,
     pub label: String,
+    pub full_label: String,
 }
+
+/// The characters of a label that fit left of the bars (at the chart's 11 px type).
+const LABEL_CHARS: usize = 26;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Bar {
@@ -88,7 +93,8 @@ pub fn chart(lab: &LabComparison) -> Option<ChartView> {
         let top = TOP + row_index as f64 * group_height;
         groups.push(Group {
             y: top + gpus as f64 * BAR / 2.0,
-            label: row.label.clone(),
+            label: crate::chart::bars::fit(&row.label, LABEL_CHARS),
+            full_label: row.label.clone(),
         });
         for (series, (cell, column)) in row.cells.iter().zip(&lab.columns).enumerate() {
             let Some(gbs) = cell.gbs_value else {
