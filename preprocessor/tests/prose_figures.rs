@@ -37,11 +37,6 @@ const CITED: &[(&str, &str)] = &[
 /// (chapter under book/src, the figure as typed, why it stays typed).
 const ALLOWED: &[(&str, &str, &str)] = &[
     (
-        "labs/lab4-reuse.md",
-        "2×",
-        "a prediction's bound (well under twice as fast), not a measurement",
-    ),
-    (
         "labs/reduction.md",
         "2.3×",
         "Harris's measurement between his first two kernels (Optimizing Parallel Reduction in CUDA), cited as his",
