@@ -772,3 +772,41 @@ fn two_kinds_of_gpu_differ_in_their_device_sections_only() {
             .any(|s| !s.is_skipped)
     );
 }
+
+/// A format-2 folder beside a format-1 one (which records no variant's parameters): every
+/// state of a benchmark has a value on each of its axes, in both files, as nvbench's compare
+/// scripts index them (they stopped with "list assignment index out of range" otherwise), and
+/// a parameter only some states have is no axis.
+#[test]
+fn every_state_has_a_value_on_every_axis_of_its_benchmark() {
+    let newer = one_gpu(vec![with_lab_params(recording("bank_strides"))]);
+    let older = GpuResults {
+        folder: "nvidia-h200-d8d1645c".into(),
+        results: vec![recording("bank_strides")],
+    };
+    let names = ["a.json".to_string(), "b.json".to_string()];
+    let exports = nvbench::aligned(&[newer.clone(), older], &[], &names, &mut |_, _, _| {});
+    for export in &exports {
+        let strides = &export.document.benchmarks[0];
+        assert_eq!(strides.name, "bank_strides");
+        let axes: Vec<&str> = strides.axes.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(axes, ["Variant"], "the older file gives no stride");
+        assert!(
+            strides
+                .states
+                .iter()
+                .all(|s| s.axis_values.len() == axes.len())
+        );
+    }
+    // Alone, the format-2 folder keeps its swept axis.
+    let exports = nvbench::aligned(&[newer], &[], &names[..1], &mut |_, _, _| {});
+    let strides = &exports[0].document.benchmarks[0];
+    let axes: Vec<&str> = strides.axes.iter().map(|a| a.name.as_str()).collect();
+    assert!(axes.contains(&"stride"), "{axes:?}");
+    assert!(
+        strides
+            .states
+            .iter()
+            .all(|s| s.axis_values.len() == axes.len())
+    );
+}

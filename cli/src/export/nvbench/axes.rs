@@ -55,19 +55,38 @@ pub fn state_key(values: &[StateValue]) -> String {
 }
 
 impl StateAxes {
+    /// The axes of a lab's runs (one per GPU): `Variant`, then an int64 axis per parameter that
+    /// every variant of every run has a value for. nvbench's scripts index a state's values by
+    /// its benchmark's axes, so a parameter some state lacks (a format-1 file's, which records
+    /// none; one only some variants set) is no axis: the variant's name tells those apart.
     pub fn of(runs: &[(usize, &LabResults)]) -> StateAxes {
         let mut axes = StateAxes::default();
+        let mut everywhere: Option<BTreeSet<String>> = None;
+        for (_, results) in runs {
+            for v in &results.variants {
+                let names: BTreeSet<String> = state_params(results, v).into_keys().collect();
+                everywhere = Some(match everywhere {
+                    None => names,
+                    Some(before) => before.intersection(&names).cloned().collect(),
+                });
+            }
+        }
+        let everywhere = everywhere.unwrap_or_default();
         for (_, results) in runs {
             for v in &results.variants {
                 if !axes.variants.contains(&v.name) {
                     axes.variants.push(v.name.clone());
                 }
                 for (name, value) in state_params(results, v) {
-                    axes.ints.entry(name).or_default().values.insert(value);
+                    if everywhere.contains(&name) {
+                        axes.ints.entry(name).or_default().values.insert(value);
+                    }
                 }
                 let swept = v.params.iter().filter_map(|p| p.sweep.as_ref());
                 for axis in swept.flat_map(|sweep| &sweep.axes).filter(|a| a.pow2) {
-                    axes.ints.entry(axis.name.clone()).or_default().swept_pow2 = true;
+                    if let Some(int) = axes.ints.get_mut(&axis.name) {
+                        int.swept_pow2 = true;
+                    }
                 }
             }
         }
