@@ -74,8 +74,10 @@ fn regular(metadata: &std::fs::Metadata) -> Result<(), String> {
     ))
 }
 
+/// What a file that is neither a regular file nor a folder is: "a FIFO", "a socket", "a
+/// device", or "a special file".
 #[cfg(unix)]
-fn special_kind(kind: &std::fs::FileType) -> &'static str {
+pub fn special_kind(kind: &std::fs::FileType) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     if kind.is_fifo() {
         "a FIFO"
@@ -89,14 +91,14 @@ fn special_kind(kind: &std::fs::FileType) -> &'static str {
 }
 
 #[cfg(not(unix))]
-fn special_kind(_: &std::fs::FileType) -> &'static str {
+pub fn special_kind(_: &std::fs::FileType) -> &'static str {
     "a special file"
 }
 
 /// Opens `path` with `O_NONBLOCK`, so that a FIFO put there after the check cannot make the
 /// open wait for a writer.
 #[cfg(unix)]
-fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::OpenOptions::new()
         .read(true)
@@ -105,7 +107,7 @@ fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
 }
 
 #[cfg(not(unix))]
-fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
+pub fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::open(path)
 }
 

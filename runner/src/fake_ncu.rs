@@ -151,9 +151,7 @@ fn filter_names(filter: &str) -> Vec<String> {
 }
 
 fn launch_log(stdout: &str) -> Vec<VariantLaunches> {
-    stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str::<Event>(line).ok())
+    crate::protocol::events_in(stdout)
         .find_map(|event| match event {
             Event::Done { launches, .. } => Some(launches),
             _ => None,

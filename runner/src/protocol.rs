@@ -104,3 +104,12 @@ pub enum Event {
         message: String,
     },
 }
+
+/// The events a child without a channel of its own wrote to its standard output, among the
+/// other lines there (a profiler's or a sanitizer's, a kernel's `printf`).
+pub fn events_in(stdout: &str) -> impl Iterator<Item = Event> + '_ {
+    stdout
+        .lines()
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str(line).ok())
+}

@@ -68,7 +68,8 @@ fn read_regular_file(path: &Path) -> Result<Option<String>, String> {
         Err(err) => return Err(err.to_string()),
     };
     not_regular(&metadata)?;
-    let file = open_without_blocking(path).map_err(|err| err.to_string())?;
+    let file =
+        kernelbook_core::textfile::open_without_blocking(path).map_err(|err| err.to_string())?;
     // Checked again on what was opened: the path may have been replaced in between.
     let metadata = file.metadata().map_err(|err| err.to_string())?;
     not_regular(&metadata)?;
@@ -94,44 +95,9 @@ fn not_regular(metadata: &std::fs::Metadata) -> Result<(), String> {
     let what = if kind.is_dir() {
         "a directory"
     } else {
-        special_file_kind(&kind)
+        kernelbook_core::textfile::special_kind(&kind)
     };
     Err(format!("it is {what}, not a regular file"))
-}
-
-#[cfg(unix)]
-fn special_file_kind(kind: &std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else {
-        "a special file"
-    }
-}
-
-#[cfg(not(unix))]
-fn special_file_kind(_: &std::fs::FileType) -> &'static str {
-    "a special file"
-}
-
-/// Opens `path` for reading with `O_NONBLOCK`, so that even a FIFO put in its place after the
-/// check cannot make the open wait for a writer.
-#[cfg(unix)]
-fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
-        .open(path)
-}
-
-#[cfg(not(unix))]
-fn open_without_blocking(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::File::open(path)
 }
 
 /// Writes a results file atomically: readers see the old file or the new one, never a part.

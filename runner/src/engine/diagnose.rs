@@ -60,26 +60,8 @@ impl LabRun<'_> {
         external: &mut dyn super::ExternalReferences,
         progress: &mut dyn super::Progress,
     ) -> (VariantDiagnosis, Option<DeviceError>) {
-        let LabRun {
-            plan,
-            buffers,
-            poisoned,
-            kernels,
-            expectations,
-            scratch,
-        } = self;
-        let mut env = Env {
-            plan,
-            device,
-            buffers: &buffers.ids,
-            host: &buffers.host,
-            pristine: &buffers.pristine,
-            kernels,
-        };
-        let mut references = References {
-            expected: expectations,
-            external,
-        };
+        let (mut env, expected, poisoned, scratch) = self.parts(device);
+        let mut references = References { expected, external };
         let mut diagnosis = VariantDiagnosis {
             variant: row.variant.name.clone(),
             launch: None,

@@ -273,13 +273,17 @@ impl LabRun<'_> {
         }
     }
 
-    fn measure(
-        &mut self,
-        row: &Row<'_>,
-        device: &mut dyn Device,
-        external: &mut dyn ExternalReferences,
-        progress: &mut dyn Progress,
-    ) -> (VariantResult, Option<DeviceError>) {
+    /// The lab's state for one row on `device`: the row's environment, the expected outputs,
+    /// the buffers the check poisons, and the scratch a host readback reuses.
+    fn parts<'s>(
+        &'s mut self,
+        device: &'s mut dyn Device,
+    ) -> (
+        Env<'s>,
+        &'s mut expected::Expectations,
+        &'s [crate::backend::BufferId],
+        &'s mut Vec<u8>,
+    ) {
         let LabRun {
             plan,
             buffers,
@@ -288,7 +292,7 @@ impl LabRun<'_> {
             expectations,
             scratch,
         } = self;
-        let mut env = Env {
+        let env = Env {
             plan,
             device,
             buffers: &buffers.ids,
@@ -296,10 +300,18 @@ impl LabRun<'_> {
             pristine: &buffers.pristine,
             kernels,
         };
-        let mut references = References {
-            expected: expectations,
-            external,
-        };
+        (env, expectations, poisoned, scratch)
+    }
+
+    fn measure(
+        &mut self,
+        row: &Row<'_>,
+        device: &mut dyn Device,
+        external: &mut dyn ExternalReferences,
+        progress: &mut dyn Progress,
+    ) -> (VariantResult, Option<DeviceError>) {
+        let (mut env, expected, poisoned, scratch) = self.parts(device);
+        let mut references = References { expected, external };
         row.measure(&mut env, &mut references, poisoned, scratch, progress)
     }
 
@@ -312,21 +324,7 @@ impl LabRun<'_> {
         if row.variant.unsupported.is_some() {
             return (None, None);
         }
-        let LabRun {
-            plan,
-            buffers,
-            poisoned,
-            kernels,
-            ..
-        } = self;
-        let mut env = Env {
-            plan,
-            device,
-            buffers: &buffers.ids,
-            host: &buffers.host,
-            pristine: &buffers.pristine,
-            kernels,
-        };
+        let (mut env, _, poisoned, _) = self.parts(device);
         let Ok(prepared) = row.op.prepare(&mut env, row.variant) else {
             return (None, None);
         };

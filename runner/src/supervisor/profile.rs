@@ -144,10 +144,7 @@ fn own_functions(plan: &LabPlan, variants: &[String]) -> BTreeMap<String, String
 
 /// What the profiled child said it launched (its [`Event::Done`], on stdout under ncu).
 fn launch_log(stdout: &str) -> Vec<VariantLaunches> {
-    stdout
-        .lines()
-        .filter(|line| line.starts_with('{'))
-        .filter_map(|line| serde_json::from_str::<Event>(line).ok())
+    crate::protocol::events_in(stdout)
         .find_map(|event| match event {
             Event::Done { launches, .. } => Some(launches),
             _ => None,

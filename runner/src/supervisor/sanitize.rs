@@ -222,16 +222,12 @@ fn run_plain(exe: &Path, body: &[u8], limit: Duration) -> Option<ChildReport> {
 
 /// The `done` event among a child's lines on its standard output.
 fn child_report(stdout: &str) -> Option<ChildReport> {
-    stdout
-        .lines()
-        .filter(|line| line.starts_with('{'))
-        .filter_map(|line| serde_json::from_str::<Event>(line).ok())
-        .find_map(|event| match event {
-            Event::Done {
-                diagnoses, buffers, ..
-            } => Some(ChildReport { diagnoses, buffers }),
-            _ => None,
-        })
+    crate::protocol::events_in(stdout).find_map(|event| match event {
+        Event::Done {
+            diagnoses, buffers, ..
+        } => Some(ChildReport { diagnoses, buffers }),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
