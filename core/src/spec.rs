@@ -1084,6 +1084,20 @@ impl LabSpec {
                 }
             }
         }
+        if let Some(name) = exercise
+            .sanitize_params
+            .keys()
+            .find(|name| !self.params.contains_key(*name))
+        {
+            return Err(self.error_at(
+                "sanitize_params",
+                format!(
+                    "sanitize_params names `{name}`, which is not a parameter of lab `{}` (it has: {})",
+                    self.name,
+                    self.params.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
+        }
         if !(exercise.min_speedup.is_finite() && exercise.min_speedup > 0.0) {
             return Err(self.error_at(
                 "min_speedup",
@@ -2161,6 +2175,13 @@ min_speedup = 2.0
             }
         );
         assert_eq!(lab.exercise.as_ref().map(|e| e.min_speedup), Some(2.0));
+        let small = parse(&SWEEP.replace(
+            "min_speedup = 2.0",
+            "min_speedup = 2.0\nsanitize_params = { n = 4096 }",
+        ))
+        .expect("valid");
+        let sizes = small.exercise.map(|e| e.sanitize_params);
+        assert_eq!(sizes, Some([("n".to_string(), 4096)].into()));
     }
 
     #[test]
@@ -2185,6 +2206,13 @@ min_speedup = 2.0
             (
                 SWEEP.replace("min_speedup = 2.0", "min_speedup = -1.0"),
                 "must be a positive number",
+            ),
+            (
+                SWEEP.replace(
+                    "min_speedup = 2.0",
+                    "min_speedup = 2.0\nsanitize_params = { m = 4096 }",
+                ),
+                "sanitize_params names `m`, which is not a parameter of lab",
             ),
             (
                 SWEEP.replace("[work]\ncount = \"n * 2\"\nunit = \"FLOP\"\n", ""),

@@ -727,9 +727,13 @@ impl Runner {
             .and_then(|learner| Failure::of(&learner.outcome))
             .filter(|_| verdict.is_graded())
             .or((check.spec.sanitize && verdict.is_pass()).then_some(Failure::Passed));
+        let small = failure
+            .map(|_| self.sanitizer_plan(check, &found))
+            .transpose()?
+            .flatten();
         let sanitizer = failure.map(|failure| {
             self.supervisor(&found).sanitize(
-                &plan,
+                small.as_ref().unwrap_or(&plan),
                 results.provenance.input_seed,
                 LEARNER_VARIANT,
                 failure,
@@ -753,6 +757,32 @@ impl Runner {
             verdict,
             sanitizer,
         })
+    }
+
+    /// The learner's plan at the exercise's `sanitize_params` sizes, for the sanitizer's runs;
+    /// `None` where it names none (the measured plan's sizes serve).
+    fn sanitizer_plan(
+        &self,
+        check: &CheckPlan,
+        found: &Found,
+    ) -> Result<Option<LabPlan>, RunError> {
+        if check.spec.sanitize_params.is_empty() {
+            return Ok(None);
+        }
+        let lab_error = |err: String| RunError::lab(&check.lab.name, err);
+        let small = check
+            .book_lab
+            .with_params(&check.spec.sanitize_params)
+            .map_err(|err| lab_error(err.to_string()))?;
+        let request = LabRequest {
+            lab: &small,
+            kernels: &check.kernels,
+        };
+        let plan = self.plan(&request, found)?;
+        check
+            .learner_plan(&plan)
+            .map(Some)
+            .map_err(|err| lab_error(err.to_string()))
     }
 
     /// The lab's recorded results, shown because of `why` (or why there are none).
