@@ -246,6 +246,22 @@ impl Runner {
         })
     }
 
+    /// The plan `request`'s lab compiles to for `device` (what a measurement on it ran): e.g.
+    /// which variants it marks unsupported there.
+    pub fn plan_for(
+        &self,
+        request: &LabRequest<'_>,
+        device: &kernelbook_core::results::DeviceInfo,
+    ) -> Result<LabPlan, RunError> {
+        plan::compile(
+            request.lab,
+            request.kernels,
+            &Target::of(device),
+            &self.config.measurement,
+        )
+        .map_err(RunError::Plan)
+    }
+
     /// Compiles `lab` for the device live results would come from.
     fn plan(&self, request: &LabRequest<'_>, found: &Found) -> Result<LabPlan, RunError> {
         let target = Target::of(&found.toolchain.device);
@@ -804,13 +820,7 @@ impl Runner {
         let Ok(compiler) = self.config.backend.or_of(device).compiler() else {
             return Vec::new();
         };
-        let target = Target::of(device);
-        match plan::compile(
-            request.lab,
-            request.kernels,
-            &target,
-            &self.config.measurement,
-        ) {
+        match self.plan_for(request, device) {
             Ok(plan) => compile_builds(&plan, stale, compiler.as_ref()),
             Err(_) => Vec::new(),
         }
