@@ -2,6 +2,7 @@
 //! defines `transpose(x)`). The engine never runs these: the supervisor does, once the GPU is
 //! free of the measuring child, through the build's one [`PythonPeers`].
 
+use crate::backend::BackendChoice;
 use crate::peers::{PeerRun, PythonPeers, TransposeRequest};
 use crate::plan::{LabPlan, PythonOp};
 use kernelbook_core::results::{DeviceInfo, FailureStage, Mismatch, Outcome};
@@ -14,7 +15,7 @@ pub fn measure(
     device: &DeviceInfo,
     peers: &PythonPeers,
 ) -> (Outcome, Option<String>) {
-    if device.backend != "cuda" {
+    if !BackendChoice::of(device).is_some_and(BackendChoice::runs_python_rows) {
         let reason = "the Python peers (PyTorch, Triton) run on CUDA devices only here".into();
         return (Outcome::Unavailable { reason }, None);
     }
