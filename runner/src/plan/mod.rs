@@ -22,6 +22,7 @@ pub use key::Toolchain;
 
 use crate::references::Comparison;
 use kernelbook_core::KernelSource;
+pub use kernelbook_core::builtins::GemmPrecision;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::{DeviceInfo, VariantParams, Work};
 use kernelbook_core::spec::{CompareRule, DeviceParams, ElemType, Fill, Swizzle};
@@ -243,7 +244,7 @@ pub enum OpPlan {
     HostCopy(HostCopyOp),
     /// The vendor library's transpose (cuBLAS `geam`).
     LibraryTranspose(TransposeOp),
-    /// The vendor library's fp32 matrix product (cuBLAS `sgemm`).
+    /// The vendor library's matrix product (cuBLAS `sgemm`, or `cublasGemmEx` on BF16 inputs).
     LibrarySgemm(GemmOp),
     /// A row measured by the Python process: PyTorch's transpose, or a Python block of the book.
     Python(PythonOp),
@@ -329,6 +330,9 @@ pub struct GemmOp {
     pub m: usize,
     pub n: usize,
     pub k: usize,
+    /// fp32 inputs, or `a` and `b` rounded to BF16 once before the product (untimed).
+    #[serde(default)]
+    pub precision: GemmPrecision,
 }
 
 /// A row-major `rows × cols` f32 transpose of `src` into `dst`.
@@ -340,13 +344,29 @@ pub struct TransposeOp {
     pub cols: usize,
 }
 
-/// A transpose timed in the Python process: PyTorch's (`script: None`) or the `transpose(x)`
-/// of a Python block of the book.
+/// A job timed in the Python worker (see the `peers` module).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PythonOp {
-    pub rows: usize,
-    pub cols: usize,
-    pub script: Option<KernelSource>,
+#[serde(tag = "job", rename_all = "snake_case")]
+pub enum PythonOp {
+    /// A `rows × cols` f32 transpose: PyTorch's (`script: None`) or the `transpose(x)` of a
+    /// Python block of the book.
+    Transpose {
+        rows: usize,
+        cols: usize,
+        script: Option<KernelSource>,
+    },
+    /// `torch.sum` of `n` random floats, checked within `rtol` and `atol` of a float64 sum.
+    Sum { n: usize, rtol: f64, atol: f64 },
+}
+
+impl PythonOp {
+    /// The Python block of the book it runs, if any.
+    pub fn script(&self) -> Option<&KernelSource> {
+        match self {
+            PythonOp::Transpose { script, .. } => script.as_ref(),
+            PythonOp::Sum { .. } => None,
+        }
+    }
 }
 
 /// A value the kernel measures itself: element 0 of a u64 buffer, divided by `per`.
