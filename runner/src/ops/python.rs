@@ -19,17 +19,10 @@ pub fn measure(
         return (Outcome::Unavailable { reason }, None);
     }
     let rule = &plan.timing.rule;
-    let job = match op {
-        PythonOp::Transpose { rows, cols, script } => PeerJob::Transpose {
-            rows: *rows,
-            cols: *cols,
-            block: script.as_ref(),
-        },
-        PythonOp::Sum { n, rtol, atol } => PeerJob::Sum {
-            n: *n,
-            rtol: *rtol,
-            atol: *atol,
-        },
+    let job = PeerJob {
+        name: &op.job,
+        params: &op.params,
+        block: op.script(),
     };
     let request = PeerRequest {
         job,

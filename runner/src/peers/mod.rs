@@ -15,6 +15,7 @@ use kernelbook_core::KernelSource;
 use kernelbook_core::results::Mismatch;
 use kernelbook_core::stats::{StopReason, StoppingRule};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -46,18 +47,14 @@ pub enum PeerRun {
 /// Triton's) go to stderr, so they cannot break the protocol.
 const WORKER: &str = include_str!("worker.py");
 
-/// What the worker is to time.
+/// What the worker is to time: one of the jobs of `worker.py`'s `JOBS` table, by its builtin's
+/// name, told its parameters (a transpose's `rows` and `cols`, a sum's `n`, `rtol` and `atol`)
+/// and, for a Python block of the book, the block.
 #[derive(Debug, Clone, Copy)]
-pub enum PeerJob<'a> {
-    /// A `rows × cols` fp32 transpose, by PyTorch (`block: None`) or by the `transpose(x)` a
-    /// Python block of the book defines.
-    Transpose {
-        rows: usize,
-        cols: usize,
-        block: Option<&'a KernelSource>,
-    },
-    /// `torch.sum` of `n` floats, within `rtol` and `atol` of a float64 sum.
-    Sum { n: usize, rtol: f64, atol: f64 },
+pub struct PeerJob<'a> {
+    pub name: &'a str,
+    pub params: &'a BTreeMap<String, f64>,
+    pub block: Option<&'a KernelSource>,
 }
 
 /// One measurement asked of the worker.
@@ -70,18 +67,11 @@ pub struct PeerRequest<'a> {
 }
 
 #[derive(Serialize)]
-#[serde(tag = "op", rename_all = "snake_case")]
-enum WireJob<'a> {
-    Transpose {
-        rows: usize,
-        cols: usize,
-        block: Option<&'a Path>,
-    },
-    Sum {
-        n: usize,
-        rtol: f64,
-        atol: f64,
-    },
+struct WireJob<'a> {
+    op: &'a str,
+    #[serde(flatten)]
+    params: &'a BTreeMap<String, f64>,
+    block: Option<&'a Path>,
 }
 
 /// A line to the worker (see `worker.py`).
@@ -193,22 +183,16 @@ impl PythonPeers {
     /// measurement that takes longer than `timeout` stops the process; the next request starts
     /// a fresh one.
     pub fn measure(&self, request: &PeerRequest<'_>, timeout: Duration) -> PeerRun {
-        let block = match request.job {
-            PeerJob::Transpose { block, .. } => block,
-            PeerJob::Sum { .. } => None,
-        };
+        let block = request.job.block;
         // The block goes to a file: Triton reads a kernel's source back from its file.
         let file = match block.map(write_block).transpose() {
             Ok(file) => file,
             Err(message) => return PeerRun::Failed(message),
         };
-        let job = match request.job {
-            PeerJob::Transpose { rows, cols, .. } => WireJob::Transpose {
-                rows,
-                cols,
-                block: file.as_ref().map(|f| f.path()),
-            },
-            PeerJob::Sum { n, rtol, atol } => WireJob::Sum { n, rtol, atol },
+        let job = WireJob {
+            op: request.job.name,
+            params: request.job.params,
+            block: file.as_ref().map(|f| f.path()),
         };
         let run = self.sample(request, job, timeout);
         match (run, block, &file) {
@@ -515,11 +499,15 @@ mod tests {
         );
     }
 
+    static TRANSPOSE: std::sync::LazyLock<BTreeMap<String, f64>> = std::sync::LazyLock::new(|| {
+        BTreeMap::from([("rows".to_string(), 64.0), ("cols".to_string(), 32.0)])
+    });
+
     fn request(rule: &StoppingRule) -> PeerRequest<'_> {
         PeerRequest {
-            job: PeerJob::Transpose {
-                rows: 64,
-                cols: 32,
+            job: PeerJob {
+                name: "torch_transpose",
+                params: &TRANSPOSE,
                 block: None,
             },
             rule,
@@ -700,7 +688,9 @@ cat > /dev/null"#,
     }
 
     /// The worker returns samples; the runner's rule decides how many: five first (its
-    /// `min_samples`), then more in batches until `max_samples`, then the job is released.
+    /// `min_samples`), then more in batches until `max_samples`, then the job is released. The
+    /// job is a stand-in peer's, which only the stand-in worker knows: the protocol carries any
+    /// job of the table by name.
     #[cfg(unix)]
     #[test]
     fn the_runner_applies_the_stopping_rule_to_the_workers_samples() {
@@ -729,11 +719,13 @@ done"#,
             target_rel_error: 1e-9,
             ..StoppingRule::default()
         };
+        // A stand-in peer: a job no real worker knows, answered by the stand-in worker.
+        let params = BTreeMap::from([("n".to_string(), 1024.0)]);
         let sum = PeerRequest {
-            job: PeerJob::Sum {
-                n: 1024,
-                rtol: 1e-5,
-                atol: 0.05,
+            job: PeerJob {
+                name: "stand_in_peer",
+                params: &params,
+                block: None,
             },
             ..request(&rule)
         };
@@ -749,7 +741,7 @@ done"#,
         let lines: Vec<&str> = heard.lines().collect();
         assert_eq!(lines.len(), 3, "{heard}");
         assert!(
-            lines[0].contains(r#""job":{"op":"sum","n":1024"#),
+            lines[0].contains(r#""job":{"op":"stand_in_peer","n":1024.0,"block":null}"#),
             "{heard}"
         );
         assert_eq!(lines[1..], [r#"{"more":2}"#, r#"{"release":true}"#]);
@@ -758,8 +750,10 @@ done"#,
     /// The real worker's source parses as Python and names every job the runner sends.
     #[test]
     fn the_worker_knows_every_job() {
-        for op in ["\"transpose\"", "\"sum\""] {
-            assert!(WORKER.contains(&format!("job[\"op\"] == {op}")), "{op}");
+        use kernelbook_core::spec::Builtin;
+        for builtin in Builtin::ALL.into_iter().filter(|b| b.runs_in_python()) {
+            let entry = format!("\"{}\": ", builtin.name());
+            assert!(WORKER.contains(&entry), "worker.py's JOBS has no {entry}");
         }
         let python = process::python_interpreter();
         let checked = Command::new(&python)

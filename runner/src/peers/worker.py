@@ -3,7 +3,8 @@
 # samples it is asked for; the runner applies the stopping rule and asks for more.
 #
 # Protocol, one JSON object per line: first {"ready": "torch X"} or {"unavailable": why}; then
-#   {"job": {...}, "flush_bytes", "warmup", "take": N} -> {"ok", "samples_ms", "version"}
+#   {"job": {"op": NAME, ...}, "flush_bytes", "warmup", "take": N}
+#                                                      -> {"ok", "samples_ms", "version"}
 #   {"more": N}                                        -> {"ok": true, "samples_ms"}
 #   {"release": true}                                  -> {"released": true}
 # or {"ok": false, "mismatch"}, {"unavailable"}, {"error": traceback} for a job.
@@ -107,19 +108,32 @@ def check_sum(job, x, y, version):
     raise Refused({"ok": False, "mismatch": mismatch, "version": version})
 
 
+def torch_transpose(job, version):
+    op, version = transpose_op(job, version)
+    x = torch.rand(int(job["rows"]), int(job["cols"]), device="cuda") * 2 - 1
+    return op, x, version, lambda y: check_transpose(x, y, version)
+
+
+def torch_sum(job, version):
+    x = torch.rand(int(job["n"]), device="cuda") * 2 - 1
+    return torch.sum, x, version, lambda y: check_sum(job, x, y, version)
+
+
+# The jobs, by the name of their builtin (core/src/builtins.rs): each makes its input and
+# returns the operation, its input, the implementation's name and the check of one output.
+JOBS = {
+    "torch_transpose": torch_transpose,
+    "python_transpose": torch_transpose,  # the block's transpose(x), found by transpose_op
+    "torch_sum": torch_sum,
+}
+
+
 def prepare(job):
     """The operation, its input and the implementation's name, checked once."""
-    version = "torch " + torch.__version__
-    if job["op"] == "transpose":
-        op, version = transpose_op(job, version)
-        x = torch.rand(job["rows"], job["cols"], device="cuda") * 2 - 1
-        check = lambda y: check_transpose(x, y, version)
-    elif job["op"] == "sum":
-        op = torch.sum
-        x = torch.rand(job["n"], device="cuda") * 2 - 1
-        check = lambda y: check_sum(job, x, y, version)
-    else:
-        raise Refused({"error": "unknown job " + repr(job["op"])})
+    make = JOBS.get(job["op"])
+    if make is None:
+        raise Refused({"error": "the worker has no job " + repr(job["op"])})
+    op, x, version, check = make(job, "torch " + torch.__version__)
     y = op(x)
     torch.cuda.synchronize()
     check(y)

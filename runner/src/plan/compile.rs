@@ -479,7 +479,9 @@ impl PlanCompiler<'_> {
             Builtin::LibrarySgemm | Builtin::LibraryGemmBf16 => Err(self
                 .lab
                 .error_at(&here, "a matrix product takes `args = [c, a, b, m, n, k]`")),
-            Builtin::TorchSum => self.sum(check, &buffers[src], &here).map(OpPlan::Python),
+            Builtin::TorchSum => self
+                .sum(check, &buffers[src], &here)
+                .map(|params| OpPlan::Python(PythonOp::job(builtin, params, None))),
             Builtin::LibraryTranspose => {
                 let (rows, cols) = self.transpose_shape(check, &here, env)?;
                 Ok(OpPlan::LibraryTranspose(TransposeOp {
@@ -495,13 +497,19 @@ impl PlanCompiler<'_> {
                     Some(name) => Some(self.source(name.get_ref(), name.get_ref())?.clone()),
                     None => None,
                 };
-                Ok(OpPlan::Python(PythonOp::Transpose { rows, cols, script }))
+                let params = [("rows", rows as f64), ("cols", cols as f64)];
+                Ok(OpPlan::Python(PythonOp::job(builtin, params, script)))
             }
         }
     }
 
     /// `torch.sum` of a vector as long as `src` (f32), within the tolerance of the check.
-    fn sum(&self, check: &CheckSpec, src: &BufferPlan, near: &str) -> Result<PythonOp, LabError> {
+    fn sum(
+        &self,
+        check: &CheckSpec,
+        src: &BufferPlan,
+        near: &str,
+    ) -> Result<[(&'static str, f64); 3], LabError> {
         if src.elem != ElemType::F32 {
             return Err(self.lab.error_at(
                 near,
@@ -515,11 +523,7 @@ impl PlanCompiler<'_> {
             Some(CompareRule::Close { rtol, atol }) => (rtol, atol),
             _ => (0.0, 0.0),
         };
-        Ok(PythonOp::Sum {
-            n: src.len,
-            rtol,
-            atol,
-        })
+        Ok([("n", src.len as f64), ("rtol", rtol), ("atol", atol)])
     }
 
     /// `args = [c, a, b, m, n, k]`, evaluated, with each buffer holding its matrix.

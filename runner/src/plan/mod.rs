@@ -28,6 +28,7 @@ use kernelbook_core::results::{DeviceInfo, VariantParams, Work};
 use kernelbook_core::spec::{CompareRule, DeviceParams, ElemType, Fill, Swizzle};
 use kernelbook_core::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The device properties a plan is compiled against: what decides whether a launch is
 /// possible, what kernels are compiled for, and what a lab's expressions may name
@@ -344,28 +345,39 @@ pub struct TransposeOp {
     pub cols: usize,
 }
 
-/// A job timed in the Python worker (see the `peers` module).
+/// A job timed in the Python worker (see the `peers` module): the builtin's name, which
+/// `worker.py`'s table of jobs knows, with its sizes and tolerances.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "job", rename_all = "snake_case")]
-pub enum PythonOp {
-    /// A `rows × cols` f32 transpose: PyTorch's (`script: None`) or the `transpose(x)` of a
-    /// Python block of the book.
-    Transpose {
-        rows: usize,
-        cols: usize,
-        script: Option<KernelSource>,
-    },
-    /// `torch.sum` of `n` random floats, checked within `rtol` and `atol` of a float64 sum.
-    Sum { n: usize, rtol: f64, atol: f64 },
+pub struct PythonOp {
+    /// The builtin's name (`torch_transpose`, `python_transpose`, `torch_sum`).
+    pub job: String,
+    /// What the job is told, by name: `rows` and `cols` for a transpose, `n`, `rtol` and `atol`
+    /// for a sum.
+    pub params: BTreeMap<String, f64>,
+    /// The Python block of the book it runs (`python_transpose`).
+    pub script: Option<KernelSource>,
 }
 
 impl PythonOp {
+    /// The worker's job for `builtin`, told `params`.
+    pub fn job<const N: usize>(
+        builtin: kernelbook_core::spec::Builtin,
+        params: [(&str, f64); N],
+        script: Option<KernelSource>,
+    ) -> PythonOp {
+        PythonOp {
+            job: builtin.name().to_string(),
+            params: params
+                .into_iter()
+                .map(|(name, value)| (name.to_string(), value))
+                .collect(),
+            script,
+        }
+    }
+
     /// The Python block of the book it runs, if any.
     pub fn script(&self) -> Option<&KernelSource> {
-        match self {
-            PythonOp::Transpose { script, .. } => script.as_ref(),
-            PythonOp::Sum { .. } => None,
-        }
+        self.script.as_ref()
     }
 }
 
