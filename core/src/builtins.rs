@@ -276,4 +276,82 @@ mod tests {
         assert!(Builtin::PythonTranspose.descriptor().script);
         assert!(!Builtin::PythonTranspose.descriptor().peer);
     }
+
+    const LAB: &str = r#"name = "peers"
+title = "Peers"
+bytes = "n * 4"
+[params]
+n = 64
+[[buffers]]
+name = "src"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "dst"
+len = "n"
+fill = "poison"
+[check]
+reference = "copy"
+input = "src"
+output = "dst"
+[[variants]]
+name = "copy"
+builtin = "memcpy"
+args = ["dst", "src"]
+"#;
+
+    /// A stand-in peer registered only here: validation reads its descriptor, not a list of
+    /// builtins, and names the file and the variant's line when its arguments do not fit.
+    #[test]
+    fn a_stand_in_peers_descriptor_decides_its_arguments_and_checks() {
+        use crate::spec::LabSpec;
+        let lab = LabSpec::parse(LAB, std::path::Path::new("labs/peers.toml")).expect("lab");
+        let variant = lab.variant("copy").expect("variant");
+        let stand_in = |args, accepts| Descriptor {
+            name: "stand_in_peer",
+            args,
+            accepts,
+            peer: true,
+            runs: Runs::Python,
+            script: false,
+        };
+        lab.validate_builtin_as(variant, &stand_in(ArgShape::DstSrc, Accepts::Compared))
+            .expect("two buffers and any check fit");
+        lab.validate_builtin_as(variant, &stand_in(ArgShape::DstSrc, Accepts::Copy))
+            .expect("the lab's check is a copy");
+        let err = lab
+            .validate_builtin_as(variant, &stand_in(ArgShape::Gemm, Accepts::Compared))
+            .expect_err("two arguments where six are wanted");
+        assert_eq!((err.file.to_str(), err.line), (Some("labs/peers.toml"), 19));
+        assert!(
+            err.message
+                .starts_with("builtin stand_in_peer (variant `copy`) takes `args = [c, a, b"),
+            "{}",
+            err.message
+        );
+        let err = lab
+            .validate_builtin_as(variant, &stand_in(ArgShape::DstSrc, Accepts::Transpose))
+            .expect_err("a copy check gives no shape");
+        assert!(
+            err.message.contains("needs a transpose check"),
+            "{}",
+            err.message
+        );
+    }
+
+    /// The real peers' shapes, as a lab author meets them: an error at the variant's line.
+    #[test]
+    fn a_peer_with_the_wrong_arguments_is_an_error_at_its_line() {
+        use crate::spec::LabSpec;
+        let wrong = LAB.replace("builtin = \"memcpy\"", "builtin = \"library_gemm_bf16\"");
+        let err = LabSpec::parse(&wrong, std::path::Path::new("labs/peers.toml"))
+            .expect_err("a matrix product takes six arguments");
+        assert_eq!(err.line, 19, "{}", err.message);
+        assert!(err.message.contains("library_gemm_bf16"), "{}", err.message);
+        assert!(
+            err.message.contains("`args = [c, a, b, m, n, k]`"),
+            "{}",
+            err.message
+        );
+    }
 }

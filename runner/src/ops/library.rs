@@ -71,22 +71,6 @@ pub fn bf16_bits(value: f32) -> u16 {
     (bits.wrapping_add(round) >> 16) as u16
 }
 
-#[cfg(test)]
-mod tests {
-    use super::bf16_bits;
-
-    #[test]
-    fn bf16_rounds_to_nearest_even() {
-        assert_eq!(bf16_bits(1.0), 0x3f80);
-        assert_eq!(bf16_bits(-2.0), 0xc000);
-        // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: to the even one, 1.
-        assert_eq!(bf16_bits(1.0 + 1.0 / 256.0), 0x3f80);
-        // 1 + 3 · 2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: to the even one.
-        assert_eq!(bf16_bits(1.0 + 3.0 / 256.0), 0x3f82);
-        assert!(f32::from_bits(u32::from(bf16_bits(f32::NAN)) << 16).is_nan());
-    }
-}
-
 impl VariantOp for TransposeOp {
     fn prepare(&self, env: &mut Env<'_>, variant: &VariantPlan) -> Result<Prepared, Refusal> {
         let implementation =
@@ -108,5 +92,21 @@ impl VariantOp for TransposeOp {
             },
             ..single(env, variant, step)?
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bf16_bits;
+
+    #[test]
+    fn bf16_rounds_to_nearest_even() {
+        assert_eq!(bf16_bits(1.0), 0x3f80);
+        assert_eq!(bf16_bits(-2.0), 0xc000);
+        // 1 + 2^-8 lies halfway between 1 and 1 + 2^-7: to the even one, 1.
+        assert_eq!(bf16_bits(1.0 + 1.0 / 256.0), 0x3f80);
+        // 1 + 3 · 2^-8 lies halfway between 1 + 2^-7 and 1 + 2^-6: to the even one.
+        assert_eq!(bf16_bits(1.0 + 3.0 / 256.0), 0x3f82);
+        assert!(f32::from_bits(u32::from(bf16_bits(f32::NAN)) << 16).is_nan());
     }
 }

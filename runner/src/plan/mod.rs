@@ -349,7 +349,7 @@ pub struct TransposeOp {
 /// `worker.py`'s table of jobs knows, with its sizes and tolerances.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PythonOp {
-    /// The builtin's name (`torch_transpose`, `python_transpose`, `torch_sum`).
+    /// The builtin's name, a key of `worker.py`'s `JOBS`.
     pub job: String,
     /// What the job is told, by name: `rows` and `cols` for a transpose, `n`, `rtol` and `atol`
     /// for a sum.
