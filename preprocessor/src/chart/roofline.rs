@@ -736,6 +736,50 @@ work = { count = "8", unit = "FLOP" }
         assert!(theoretical.paint.dash.is_some());
     }
 
+    /// A tensor row at 8 × the FMA rate: its roof is drawn above the first, and its ridge
+    /// point stands 8 × further right against the same slope.
+    #[test]
+    fn a_tensor_row_draws_a_second_roof_and_moves_the_ridge() {
+        let lab = LAB
+            .replace(
+                r#"ridge = { compute = "fma", memory = "copy" }"#,
+                r#"ridge = { compute = "fma", memory = "copy", tensor = "tensor" }"#,
+            )
+            .replace(
+                "[[variants]]\nname = \"fma\"",
+                "[[variants]]\nname = \"tensor\"\nkernel = \"k\"\ngrid = [1]\nblock = [32]\n\
+                 args = [\"dst\", \"src\"]\nwork = { count = \"8\", unit = \"FLOP\" }\n\
+                 [[variants]]\nname = \"fma\"",
+            );
+        let lab = LabSpec::parse(&lab, Path::new("labs/wall.toml")).expect("lab");
+        let mut results = measured();
+        let mut tensor = sampled("tensor", 16_000_000_000, &[125.0]);
+        tensor.work = Some(Work {
+            count: 64_000_000_000_000,
+            unit: "FLOP".into(),
+        });
+        results.variants.push(tensor);
+        let roof = Roof::measured(&lab, &results).expect("roofs");
+        assert_eq!(roof.ridge(), 16.0);
+        assert_eq!(roof.tensor_ridge(), Some(128.0));
+        let (scene, caption) = chart(&lab, &results, None).expect("a roofline");
+        let tensor = scene
+            .polylines
+            .iter()
+            .find(|p| p.class == "roof tensor")
+            .expect("the tensor roof");
+        assert_eq!(tensor.points.split(' ').count(), 3);
+        let ridges = scene.lines.iter().filter(|l| l.class == "ridge").count();
+        assert_eq!(ridges, 2, "a ridge mark for each roof");
+        assert!(
+            caption.contains("moves right to 128.0 FLOP per byte"),
+            "{caption}"
+        );
+        // Without the tensor row measured, the chart is the one-roof chart.
+        let (scene, _) = chart(&lab, &measured(), None).expect("a roofline");
+        assert!(!scene.polylines.iter().any(|p| p.class == "roof tensor"));
+    }
+
     /// `measured()` with Nsight Compute's DRAM bytes for the FMA row: 32 TB read and written.
     fn profiled() -> LabResults {
         let mut r = measured();

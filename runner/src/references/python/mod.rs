@@ -44,8 +44,9 @@
 //! # The process and its protocol
 //!
 //! The server is `server.py`, run with `python3 -c` (the interpreter
-//! [`process::python_interpreter`] finds), started on the first [`submit`](PythonReferences::submit), in a process group of its
-//! own that dies with this process. It imports NumPy once, then reads one JSON job per line on
+//! [`process::python_interpreter`] finds), started on the first
+//! [`submit`](PythonReferences::submit), in a process group of its own that dies with this
+//! process. It imports NumPy once, then reads one JSON job per line on
 //! stdin and answers each, in order, with one JSON line on a private copy of its stdout:
 //! `{"reply": "ready", "numpy": "2.4.6"}` first, then `{"id": 7, "reply": "done"}` or
 //! `{"id": 7, "reply": "raised", "traceback": "…"}` and the like (`Reply` below). The bytes
