@@ -189,6 +189,9 @@ for line in sys.stdin:
     try:
         message = answer(json.loads(line))
     except Exception:
-        CURRENT.clear()
         message = {"error": traceback.format_exc(limit=-3)}
+    if message.get("ok") is not True and "released" not in message:
+        # A job that ends without samples is not released by the runner: free it here.
+        CURRENT.clear()
+        torch.cuda.empty_cache()
     reply(message)
