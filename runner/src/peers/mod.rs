@@ -771,4 +771,75 @@ done"#,
             Err(err) => eprintln!("no {python} here ({err}): not parsed"),
         }
     }
+
+    /// The real `worker.py` under a stand-in PyTorch (NumPy on the CPU, 1 ms per timed
+    /// operation): its torch_sum job checks its sum and returns the samples the runner's rule
+    /// asks for, in the protocol the runner speaks.
+    #[test]
+    fn the_real_worker_sums_under_a_stand_in_torch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let torch = include_str!("stand_in_torch.py");
+        std::fs::write(dir.path().join("torch.py"), torch).expect("the stand-in torch");
+        let python = process::python_interpreter();
+        let has_numpy = Command::new(&python)
+            .args(["-c", "import numpy"])
+            .status()
+            .is_ok_and(|status| status.success());
+        if !has_numpy {
+            eprintln!("no NumPy in {python}: the stand-in torch cannot run");
+            return;
+        }
+        let wrapper = fake_python(
+            dir.path(),
+            &format!(
+                "PYTHONPATH='{}' exec '{python}' \"$@\"",
+                dir.path().display()
+            ),
+        );
+        let peers = PythonPeers::with_python(&wrapper);
+        let rule = StoppingRule {
+            min_samples: 4,
+            max_samples: 9,
+            min_gpu_ms: 0.0,
+            target_rel_error: 0.0,
+            ..StoppingRule::default()
+        };
+        let params = |rtol: f64, atol: f64| {
+            BTreeMap::from([
+                ("n".to_string(), 4096.0),
+                ("rtol".to_string(), rtol),
+                ("atol".to_string(), atol),
+            ])
+        };
+        let sum = |params| PeerRequest {
+            job: PeerJob {
+                name: "torch_sum",
+                params,
+                block: None,
+            },
+            ..request(&rule)
+        };
+        let close = params(1e-5, 0.05);
+        match peers.measure(&sum(&close), Duration::from_secs(60)) {
+            PeerRun::Measured {
+                samples_ms,
+                implementation,
+                stop_reason,
+            } => {
+                // Samples with no spread: the rule is satisfied at its `min_samples`.
+                assert_eq!(samples_ms, vec![1.0; 4]);
+                assert_eq!(implementation, "torch 0.0-stand-in");
+                assert_eq!(stop_reason, StopReason::Converged);
+            }
+            other => panic!("expected samples, got {other:?}"),
+        }
+        // A tolerance of nothing at all: the float32 sum is not the float64 one.
+        let exact = params(0.0, 0.0);
+        match peers.measure(&sum(&exact), Duration::from_secs(60)) {
+            PeerRun::Wrong { mismatch, .. } => {
+                assert!(mismatch.is_some_and(|m| m.count == 1));
+            }
+            other => panic!("expected a wrong sum, got {other:?}"),
+        }
+    }
 }
