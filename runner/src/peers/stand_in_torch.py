@@ -1,5 +1,5 @@
 # A stand-in for PyTorch, on NumPy and the CPU, for the tests of worker.py: just what its
-# torch_sum job uses. Each timed operation takes 1 ms by the stand-in events.
+# sum job uses. Each timed operation takes 1 ms by the stand-in events.
 import numpy as np
 
 __version__ = "0.0-stand-in"
