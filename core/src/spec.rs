@@ -15,6 +15,7 @@ pub use hardware::{ComputeCapability, MAX_TENSOR_RANK, Swizzle, TensorMapSpec};
 pub use sweep::{MAX_SWEEP_VARIANTS, SweepOrigin, SweptAxis};
 pub use traffic::{BytesMoved, Traffic};
 
+pub use crate::builtins::{Accepts, ArgShape, Builtin, Descriptor};
 use crate::expr::{Expr, Params};
 use crate::line_of_offset;
 use crate::stats::StoppingRule;
@@ -170,6 +171,10 @@ pub struct LevelSpec {
 pub struct RidgeSpec {
     pub compute: String,
     pub memory: String,
+    /// A second compute roof (a tensor-core row's work rate), drawn above the first so that
+    /// the reader sees the ridge move.
+    #[serde(default)]
+    pub tensor: Option<String>,
 }
 
 /// One more launch of a kernel of the book, before a variant's kernel (`setup`, untimed) or
@@ -362,68 +367,6 @@ pub enum Fill {
     /// All bits set (NaN for floats): an element the kernel forgot to write cannot pass.
     Poison,
     Zero,
-}
-
-/// Operations the runner provides itself, as peers of the course's kernels. Each takes
-/// `args = [dst, src]`, but `library_sgemm`, which takes `args = [c, a, b, m, n, k]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Builtin {
-    /// The driver's device-to-device copy.
-    Memcpy,
-    /// The vendor BLAS's transpose (cuBLAS `geam`), where the library is installed; the
-    /// variant's check must be a transpose, which gives the shape.
-    LibraryTranspose,
-    /// PyTorch's `x.t().contiguous()`, where a `python3` with torch is found; likewise.
-    TorchTranspose,
-    /// The vendor BLAS's fp32 matrix product (cuBLAS `sgemm`, no TF32): row-major `c = a · b`
-    /// with `a` of `m × k` and `b` of `k × n` floats.
-    LibrarySgemm,
-    /// The `transpose(x)` of a Python block of the book (`script = "NAME"`, a ` ```python
-    /// kernel=NAME ` block: a Triton kernel and its launcher), run like the PyTorch peer.
-    PythonTranspose,
-    /// A copy of `src`'s contents from ordinary (pageable) host memory into `dst`.
-    HostToDevicePageable,
-    /// The same from page-locked (pinned) host memory.
-    HostToDevicePinned,
-    /// A copy of `src` into pageable host memory, checked by reading that host memory (`dst`
-    /// is not written).
-    DeviceToHostPageable,
-    /// The same into pinned host memory.
-    DeviceToHostPinned,
-}
-
-impl Builtin {
-    /// The name lab files use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Builtin::Memcpy => "memcpy",
-            Builtin::LibraryTranspose => "library_transpose",
-            Builtin::TorchTranspose => "torch_transpose",
-            Builtin::LibrarySgemm => "library_sgemm",
-            Builtin::PythonTranspose => "python_transpose",
-            Builtin::HostToDevicePageable => "host_to_device_pageable",
-            Builtin::HostToDevicePinned => "host_to_device_pinned",
-            Builtin::DeviceToHostPageable => "device_to_host_pageable",
-            Builtin::DeviceToHostPinned => "device_to_host_pinned",
-        }
-    }
-
-    /// Runs in a Python process rather than through the GPU backend.
-    pub fn runs_in_python(self) -> bool {
-        matches!(self, Builtin::TorchTranspose | Builtin::PythonTranspose)
-    }
-
-    /// A copy that checks like `memcpy`: `dst` must equal `src`.
-    pub fn is_copy(self) -> bool {
-        !matches!(
-            self,
-            Builtin::LibraryTranspose
-                | Builtin::TorchTranspose
-                | Builtin::PythonTranspose
-                | Builtin::LibrarySgemm
-        )
-    }
 }
 
 /// One row of the lab's table: a kernel of the book or a builtin. A `[[variants]]` entry with
@@ -1030,11 +973,11 @@ impl LabSpec {
             .ratios
             .iter()
             .flatten()
-            .chain(
-                self.ridge
-                    .iter()
-                    .flat_map(|ridge| [&ridge.compute, &ridge.memory]),
-            )
+            .chain(self.ridge.iter().flat_map(|ridge| {
+                [&ridge.compute, &ridge.memory]
+                    .into_iter()
+                    .chain(&ridge.tensor)
+            }))
             .chain(self.levels.iter().map(|level| &level.variant));
         for name in named {
             if self.variant(name).is_none() {
@@ -1044,17 +987,21 @@ impl LabSpec {
                 ));
             }
         }
-        if let Some(ridge) = &self.ridge
-            && let Some(compute) = self.variant(&ridge.compute)
-            && self.work_for(compute).is_none()
-        {
-            return Err(self.error_at(
-                "ridge",
-                format!(
-                    "the ridge's compute variant `{}` declares no `work` to make a rate of",
-                    ridge.compute
-                ),
-            ));
+        let computes = self
+            .ridge
+            .iter()
+            .flat_map(|ridge| std::iter::once(&ridge.compute).chain(&ridge.tensor));
+        for name in computes {
+            if let Some(compute) = self.variant(name)
+                && self.work_for(compute).is_none()
+            {
+                return Err(self.error_at(
+                    "ridge",
+                    format!(
+                        "the ridge's compute variant `{name}` declares no `work` to make a rate of"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -1256,79 +1203,58 @@ impl LabSpec {
         Ok(())
     }
 
-    /// A builtin takes `args = [dst, src]`, two buffers, and the check that fits it: a copy's
-    /// check for a copy, a transpose check (which gives the shape) for a transpose.
+    /// A builtin's `args` have the shape its descriptor gives, and its check is one the
+    /// descriptor accepts (a copy's for a copy, a transpose check, which gives the shape, for a
+    /// transpose). The one place a builtin's arguments are checked: plan compilation relies on it.
     fn validate_builtin(&self, variant: &VariantSpec, builtin: Builtin) -> Result<(), LabError> {
         self.refuse_launch_fields(variant, builtin)?;
-        if builtin == Builtin::LibrarySgemm {
-            return self.validate_sgemm(variant);
-        }
-        let buffers: Vec<_> = variant
-            .args
-            .iter()
-            .filter(|a| self.buffer(a).is_some())
-            .collect();
-        if variant.args.len() != 2 || buffers.len() != 2 {
-            return Err(self.variant_error(
-                variant,
-                format!(
-                    "builtin {} (variant `{}`) takes `args = [dst, src]`, two buffers",
-                    builtin.name(),
-                    variant.name
-                ),
-            ));
-        }
-        if builtin.is_copy()
-            && !matches!(
-                self.check_for(variant).as_builtin(),
-                Some(BuiltinCheck::Copy { .. })
-            )
-        {
-            return Err(self.variant_error(
-                variant,
-                format!(
-                    "builtin {} (variant `{}`) copies: its check must be `reference = \"copy\"`",
-                    builtin.name(),
-                    variant.name
-                ),
-            ));
-        }
-        if !builtin.is_copy()
-            && !matches!(
-                self.check_for(variant).as_builtin(),
-                Some(BuiltinCheck::Transpose { .. })
-            )
-        {
-            return Err(self.variant_error(
-                variant,
-                format!(
-                    "builtin {} (variant `{}`) needs a transpose check, which gives the matrix's shape",
-                    builtin.name(),
-                    variant.name
-                ),
-            ));
-        }
-        Ok(())
+        self.validate_builtin_as(variant, &builtin.descriptor())
     }
 
-    /// `library_sgemm` takes three buffers and three sizes, `args = [c, a, b, m, n, k]`; its check
-    /// is any that compares `c` (a NumPy matrix product, or another variant).
-    fn validate_sgemm(&self, variant: &VariantSpec) -> Result<(), LabError> {
-        let is_buffer = |arg: &String| self.buffer(arg).is_some();
-        let fits = variant.args.len() == 6
-            && variant.args[..3].iter().all(is_buffer)
-            && !variant.args[3..].iter().any(is_buffer);
-        if !fits {
+    /// [`Self::validate_builtin`] against a descriptor (a test's stand-in peer has one of its
+    /// own).
+    pub fn validate_builtin_as(
+        &self,
+        variant: &VariantSpec,
+        descriptor: &Descriptor,
+    ) -> Result<(), LabError> {
+        let name = descriptor.name;
+        if !descriptor
+            .args
+            .fits(&variant.args, |arg| self.buffer(arg).is_some())
+        {
             return Err(self.variant_error(
                 variant,
                 format!(
-                    "builtin library_sgemm (variant `{}`) takes `args = [c, a, b, m, n, k]`: three \
-                     buffers, then the sizes of c = a · b (a is m × k, b is k × n)",
-                    variant.name
+                    "builtin {name} (variant `{}`) takes {}",
+                    variant.name,
+                    descriptor.args.words()
                 ),
             ));
         }
-        self.validate_args(&variant.args[3..], &self.env(Some(variant)))
+        let check = self.check_for(variant).as_builtin();
+        let refusal = match descriptor.accepts {
+            Accepts::Copy if !matches!(check, Some(BuiltinCheck::Copy { .. })) => {
+                Some("copies: its check must be `reference = \"copy\"`".to_string())
+            }
+            Accepts::Transpose if !matches!(check, Some(BuiltinCheck::Transpose { .. })) => {
+                Some("needs a transpose check, which gives the matrix's shape".to_string())
+            }
+            _ => None,
+        };
+        if let Some(refusal) = refusal {
+            return Err(self.variant_error(
+                variant,
+                format!("builtin {name} (variant `{}`) {refusal}", variant.name),
+            ));
+        }
+        let sizes: Vec<String> = variant
+            .args
+            .iter()
+            .filter(|arg| self.buffer(arg).is_none())
+            .cloned()
+            .collect();
+        self.validate_args(&sizes, &self.env(Some(variant)))
     }
 
     /// A builtin is launched by the runner or its library: a launch shape, defines or a
@@ -1394,16 +1320,17 @@ impl LabSpec {
 
     /// `script` is given exactly when the builtin is python_transpose.
     fn validate_script(&self, variant: &VariantSpec) -> Result<(), LabError> {
-        match (variant.builtin, &variant.script) {
-            (Some(Builtin::PythonTranspose), None) => Err(self.variant_error(
+        let wants_script = variant.builtin.is_some_and(|b| b.descriptor().script);
+        match (wants_script, &variant.script) {
+            (true, None) => Err(self.variant_error(
                 variant,
                 format!(
                     "variant `{}`: python_transpose needs `script = \"NAME\"`, a ```python kernel=NAME block",
                     variant.name
                 ),
             )),
-            (Some(Builtin::PythonTranspose), Some(_)) | (_, None) => Ok(()),
-            (_, Some(_)) => Err(self.variant_error(
+            (true, Some(_)) | (false, None) => Ok(()),
+            (false, Some(_)) => Err(self.variant_error(
                 variant,
                 format!(
                     "variant `{}`: `script` goes with builtin = \"python_transpose\"",

@@ -30,9 +30,7 @@ impl Role {
     /// `python_transpose` runs a Triton kernel of the book; the copies are the runner's.)
     pub fn of_builtin(builtin: Option<Builtin>) -> Role {
         match builtin {
-            Some(Builtin::LibraryTranspose | Builtin::TorchTranspose | Builtin::LibrarySgemm) => {
-                Role::Peer
-            }
+            Some(builtin) if builtin.descriptor().peer => Role::Peer,
             _ => Role::Own,
         }
     }

@@ -246,8 +246,11 @@ impl Device for FakeDevice {
     fn transpose_library(&mut self) -> Result<String, DeviceError> {
         Ok("fake BLAS".into())
     }
-    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
-        Ok("fake BLAS sgemm".into())
+    fn gemm_library(&mut self, precision: GemmPrecision) -> Result<String, DeviceError> {
+        Ok(match precision {
+            GemmPrecision::F32 => "fake BLAS sgemm".into(),
+            GemmPrecision::Bf16 => "fake BLAS gemm bf16".into(),
+        })
     }
     fn stage_host(&mut self, _pinned: bool, data: &[u8]) -> Result<(), DeviceError> {
         self.host = data.to_vec();
@@ -285,8 +288,24 @@ impl Device for FakeDevice {
                 let data = self.buffers[src.0].clone();
                 self.buffers[dst.0] = crate::references::transpose::transpose(&data, rows, cols, 4);
             }
-            Op::Gemm { c, a, b, m, n, k } => {
-                let product = matmul(&self.buffers[a.0], &self.buffers[b.0], [m, n, k]);
+            Op::Gemm {
+                c,
+                a,
+                b,
+                m,
+                n,
+                k,
+                precision,
+            } => {
+                let input = |id: BufferId| match precision {
+                    GemmPrecision::F32 => self.buffers[id.0].clone(),
+                    // BF16 is the top half of an f32's bits.
+                    GemmPrecision::Bf16 => self.buffers[id.0]
+                        .chunks_exact(2)
+                        .flat_map(|h| [0, 0, h[0], h[1]])
+                        .collect(),
+                };
+                let product = matmul(&input(a), &input(b), [m, n, k]);
                 self.buffers[c.0][..product.len()].copy_from_slice(&product);
             }
             Op::Copy { dst, src, bytes } => {

@@ -16,6 +16,7 @@ pub mod hip;
 pub mod ptxas;
 pub mod select;
 
+pub use kernelbook_core::builtins::GemmPrecision;
 use kernelbook_core::results::{DeviceInfo, LaunchShape};
 use kernelbook_core::spec::{ElemType, Swizzle};
 
@@ -89,8 +90,9 @@ pub enum Op<'a> {
         rows: usize,
         cols: usize,
     },
-    /// The vendor library's row-major fp32 matrix product `c = a · b` (`a` of `m × k`, `b` of
-    /// `k × n` floats): cuBLAS `sgemm` on NVIDIA, without TF32.
+    /// The vendor library's row-major matrix product `c = a · b` (`a` of `m × k`, `b` of
+    /// `k × n` elements of `precision`, `c` fp32): cuBLAS `sgemm` on NVIDIA, without TF32, or
+    /// `cublasGemmEx` on BF16 inputs with fp32 accumulation.
     Gemm {
         c: BufferId,
         a: BufferId,
@@ -98,6 +100,7 @@ pub enum Op<'a> {
         m: usize,
         n: usize,
         k: usize,
+        precision: GemmPrecision,
     },
     /// A copy from the host staging buffer ([`Device::stage_host`]) into `dst`: page-locked
     /// (`pinned`) or ordinary pageable memory.
@@ -222,9 +225,10 @@ pub trait Device {
     /// none on this machine (an error of kind [`DeviceErrorKind::Unavailable`] where the
     /// library is missing; its `message` is the reason to show).
     fn transpose_library(&mut self) -> Result<String, DeviceError>;
-    /// The vendor library behind [`Op::Gemm`] (e.g. "cuBLAS 13.1 sgemm"), or why there is none,
+    /// The vendor library behind [`Op::Gemm`] of that precision (e.g. "cuBLAS 13.1 sgemm"), or
+    /// why there is none,
     /// as for [`Device::transpose_library`].
-    fn sgemm_library(&mut self) -> Result<String, DeviceError>;
+    fn gemm_library(&mut self, precision: GemmPrecision) -> Result<String, DeviceError>;
     /// Starts loading the library behind [`Op::Transpose`] on another thread, if it is one
     /// to load, so that a lab's first library transpose does not wait for it. Touches files
     /// only, not the GPU.

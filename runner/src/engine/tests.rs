@@ -694,6 +694,34 @@ fn the_library_product_is_checked_like_a_kernel() {
     assert!(err.message.contains("must hold 128 f32 elements"), "{err}");
 }
 
+/// The BF16 peer multiplies the lab's f32 inputs rounded to BF16: within a BF16 tolerance of the
+/// fp32 product it passes, and within the fp32 one it fails (the rounding is really there).
+#[test]
+fn the_bf16_product_rounds_its_inputs_and_is_checked_within_its_own_tolerance() {
+    let bf16 = |compare: &str| {
+        SGEMM_LAB.replace(
+            "[[variants]]\nname = \"blas\"\nbuiltin = \"library_sgemm\"",
+            &format!(
+                "[[variants]]\nname = \"blas\"\nbuiltin = \"library_gemm_bf16\"\n\
+                 check = {{ against = \"host\", output = \"c\", compare = {compare} }}"
+            ),
+        )
+    };
+    let outcome = |lab: &str| {
+        let mut device = FakeDevice::new();
+        device.define("matmul", host_matmul);
+        let plan = plan(lab, &BTreeMap::from([kernel("matmul", "ok")]));
+        let results = measure(&mut device, &plan, 42).results;
+        let blas = results.variant("blas").expect("the row").clone();
+        assert_eq!(blas.implementation.as_deref(), Some("fake BLAS gemm bf16"));
+        blas.outcome
+    };
+    let loose = outcome(&bf16("{ rtol = 1e-2, atol = 0.05 }"));
+    assert!(matches!(loose, Outcome::Measured { .. }), "{loose:?}");
+    let tight = outcome(&bf16("{ rtol = 1e-7, atol = 1e-7 }"));
+    assert!(matches!(tight, Outcome::WrongResult { .. }), "{tight:?}");
+}
+
 /// A lab prepared ahead (inputs drawn, references computed on the preparing thread) measures
 /// exactly as one prepared when it comes up, and is taken once: a second run prepares anew.
 #[test]

@@ -13,7 +13,7 @@ pub mod kernel;
 pub mod library;
 pub mod python;
 
-use crate::backend::{BufferId, Device, KernelArg, KernelId, Op};
+use crate::backend::{BufferId, Device, GemmPrecision, KernelArg, KernelId, Op};
 use crate::plan::{LabPlan, OpPlan, VariantPlan};
 use kernelbook_core::results::{FailureStage, KernelResources, LaunchShape, Outcome};
 
@@ -83,6 +83,7 @@ pub enum Step {
         m: usize,
         n: usize,
         k: usize,
+        precision: GemmPrecision,
     },
     HostToDevice {
         dst: BufferId,
@@ -124,13 +125,22 @@ impl Step {
                 rows: *rows,
                 cols: *cols,
             },
-            Step::Gemm { c, a, b, m, n, k } => Op::Gemm {
+            Step::Gemm {
+                c,
+                a,
+                b,
+                m,
+                n,
+                k,
+                precision,
+            } => Op::Gemm {
                 c: *c,
                 a: *a,
                 b: *b,
                 m: *m,
                 n: *n,
                 k: *k,
+                precision: *precision,
             },
             Step::HostToDevice { dst, bytes, pinned } => Op::HostToDevice {
                 dst: *dst,
