@@ -290,9 +290,10 @@ pub struct PlotSpec {
     /// Space the x axis by powers of two.
     #[serde(default)]
     pub log2_x: bool,
-    /// A prediction drawn beside the measurement, scaled to the lab's ceiling.
-    #[serde(default)]
-    pub model: Option<Model>,
+    /// Predictions drawn beside the measurement (`model = "NAME"` or a list of names), each
+    /// scaled to what [`Model::scaled_to`] says.
+    #[serde(default, rename = "model", deserialize_with = "one_or_many")]
+    pub models: Vec<Model>,
     /// Mark the measured GPU's L2 size (from the results' device properties) on an x axis of
     /// bytes.
     #[serde(default)]
@@ -306,6 +307,52 @@ pub enum Model {
     /// A float copy whose reads are `x` elements apart, fetched in 32-byte sectors
     /// ([`crate::bandwidth::strided_copy_efficiency`]).
     SectorStridedCopy,
+    /// The same copy at the DRAM, where the L2 fills a miss with 64 bytes
+    /// ([`crate::bandwidth::l2_fill_strided_copy_efficiency`]).
+    L2FillStridedCopy,
+    /// Shared-memory loads whose bank conflicts have degree `x`: 1/x of the conflict-free rate.
+    InverseDegree,
+}
+
+/// What a model's share is a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelScale {
+    /// The lab's ceiling row, measured in the same run.
+    Ceiling,
+    /// The sweep's row at x = 1, measured in the same run.
+    RowAtOne,
+}
+
+impl Model {
+    /// The share of [`Self::scaled_to`] the model predicts at `x`, as a rate (higher is faster).
+    pub fn share(self, x: f64) -> f64 {
+        match self {
+            Model::SectorStridedCopy => crate::bandwidth::strided_copy_efficiency(x),
+            Model::L2FillStridedCopy => crate::bandwidth::l2_fill_strided_copy_efficiency(x),
+            Model::InverseDegree => 1.0 / x.max(1.0),
+        }
+    }
+
+    pub fn scaled_to(self) -> ModelScale {
+        match self {
+            Model::SectorStridedCopy | Model::L2FillStridedCopy => ModelScale::Ceiling,
+            Model::InverseDegree => ModelScale::RowAtOne,
+        }
+    }
+}
+
+/// `model = "NAME"` or `model = ["NAME", …]`.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Model>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(Model),
+        Many(Vec<Model>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(model) => vec![model],
+        OneOrMany::Many(models) => models,
+    })
 }
 
 /// A device buffer of the lab.
@@ -1657,6 +1704,28 @@ mod tests {
             Some(BytesMoved::Expr(bytes)) => assert_eq!(bytes.eval(&lab.params), Ok(8192)),
             other => panic!("the lab's bytes, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_plot_names_one_model_or_several() {
+        let plot = |model: &str| {
+            let text = COPY.replace(
+                "[params]",
+                &format!("[plot]\nx_label = \"x\"\nmodel = {model}\n\n[params]"),
+            );
+            parse(&text).map(|lab| lab.plot.map(|p| p.models))
+        };
+        assert_eq!(
+            plot("\"inverse_degree\"").expect("one"),
+            Some(vec![Model::InverseDegree])
+        );
+        assert_eq!(
+            plot("[\"sector_strided_copy\", \"l2_fill_strided_copy\"]").expect("two"),
+            Some(vec![Model::SectorStridedCopy, Model::L2FillStridedCopy])
+        );
+        assert!(plot("\"no_such_model\"").is_err());
+        assert_eq!(Model::InverseDegree.share(4.0), 0.25);
+        assert_eq!(Model::L2FillStridedCopy.scaled_to(), ModelScale::Ceiling);
     }
 
     #[test]
