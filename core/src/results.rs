@@ -146,6 +146,9 @@ pub struct KernelProfile {
     /// DRAM throughput over the kernel's duration, per cent of the peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dram_throughput_pct: Option<f64>,
+    /// The L2's hit rate over the sectors looked up in it, per cent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_hit_rate_pct: Option<f64>,
 }
 
 /// Where and how the numbers were obtained.

@@ -140,3 +140,124 @@ impl LabSpec {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::spec::{LabError, LabSpec};
+    use std::path::Path;
+
+    /// A lab of two buffers and three variants; `{lab}` is put after the lab's keys, `{v}` into
+    /// the last variant.
+    fn lab(lab: &str, variant: &str) -> String {
+        format!(
+            r#"name = "l2"
+title = "L2"
+bytes = "n * 8"
+{lab}
+[params]
+n = 1024
+[[buffers]]
+name = "hot"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "out"
+len = "n"
+fill = "poison"
+[check]
+reference = "copy"
+input = "hot"
+output = "out"
+[[variants]]
+name = "plain"
+kernel = "k"
+grid = [4]
+block = [256]
+args = ["out", "hot"]
+[[variants]]
+name = "own"
+kernel = "k"
+grid = [4]
+block = [256]
+args = ["out", "hot"]
+{variant}
+"#
+        )
+    }
+
+    fn parse(text: &str) -> Result<LabSpec, LabError> {
+        LabSpec::parse(text, Path::new("labs/l2.toml"))
+    }
+
+    #[test]
+    fn a_variants_l2_fields_replace_the_labs_one_by_one() {
+        let text = lab(
+            "[l2]\nfetch_granularity = 32\npersisting_bytes = \"n * 2\"",
+            "l2 = { persisting_bytes = \"n * 4\", window = { buffer = \"hot\", hit_ratio = 0.5 } }",
+        );
+        let lab = parse(&text).expect("valid");
+        let plain = lab
+            .l2_for(lab.variant("plain").expect("plain"))
+            .expect("lab's");
+        assert_eq!(plain.fetch_granularity.map(|b| *b.get_ref()), Some(32));
+        assert_eq!(
+            plain.persisting_bytes.map(|e| e.to_string()).as_deref(),
+            Some("n * 2")
+        );
+        assert!(plain.window.is_none());
+        let own = lab
+            .l2_for(lab.variant("own").expect("own"))
+            .expect("merged");
+        assert_eq!(
+            own.fetch_granularity.map(|b| *b.get_ref()),
+            Some(32),
+            "the lab's kept"
+        );
+        assert_eq!(
+            own.persisting_bytes.map(|e| e.to_string()).as_deref(),
+            Some("n * 4")
+        );
+        let window = own.window.expect("window");
+        assert_eq!(window.buffer.get_ref(), "hot");
+        assert_eq!(*window.hit_ratio.get_ref(), 0.5);
+    }
+
+    #[test]
+    fn a_lab_without_l2_controls_gives_its_variants_none() {
+        let lab = parse(&lab("", "")).expect("valid");
+        assert!(lab.variants.iter().all(|v| lab.l2_for(v).is_none()));
+    }
+
+    #[test]
+    fn bad_l2_controls_are_errors_at_their_line() {
+        let cases = [
+            ("l2 = { fetch_granularity = 256 }", "0 to 128 bytes"),
+            ("l2 = { fetch_granularity = -1 }", "out of range"),
+            (
+                "l2 = { persisting_bytes = \"n\", window = { buffer = \"cold\", hit_ratio = 1.0 } }",
+                "`cold` is not a buffer",
+            ),
+            (
+                "l2 = { persisting_bytes = \"n\", window = { buffer = \"hot\", hit_ratio = 1.5 } }",
+                "not between 0 and 1",
+            ),
+            (
+                "l2 = { window = { buffer = \"hot\", hit_ratio = 1.0 } }",
+                "give `persisting_bytes`",
+            ),
+            (
+                "l2 = { persisting_bytes = \"m * 2\" }",
+                "l2.persisting_bytes",
+            ),
+            ("l2 = { fetch = 32 }", "unknown field `fetch`"),
+        ];
+        for (variant, message) in cases {
+            let text = lab("", variant);
+            let err = parse(&text).expect_err(variant);
+            assert!(err.message.contains(message), "{variant}: {err}");
+            assert_eq!(err.file, Path::new("labs/l2.toml"));
+            let line = text.lines().position(|l| l == variant).expect("written") + 1;
+            assert_eq!(err.line, line, "{variant}: {err}");
+        }
+    }
+}

@@ -178,6 +178,8 @@ pub enum Field {
     /// Work per byte against HBM: the row's work over the DRAM bytes read and written in its
     /// profile (where the roofline draws it).
     DramIntensity,
+    /// The L2's sector hit rate, per cent, from the profile.
+    L2HitRate,
     /// The L2 fetch granularity the driver reported once the row's `l2` controls were set, bytes.
     L2Fetch,
     /// The fetch granularity the driver reported before them (what the other rows ran with).
@@ -189,7 +191,7 @@ pub enum Field {
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 19] = [
+    const NAMES: [(&'static str, Field); 20] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -205,6 +207,7 @@ impl Field {
         ("warp_instructions", Field::WarpInstructions),
         ("dram_throughput", Field::DramThroughput),
         ("dram_intensity", Field::DramIntensity),
+        ("l2_hit_rate", Field::L2HitRate),
         ("l2_fetch", Field::L2Fetch),
         ("l2_fetch_before", Field::L2FetchBefore),
         ("l2_persisting", Field::L2Persisting),
@@ -510,6 +513,9 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
         Field::DramThroughput => profiled(results, variant)?
             .dram_throughput_pct
             .ok_or_else(|| missing("DRAM throughput in its profile"))?,
+        Field::L2HitRate => profiled(results, variant)?
+            .l2_hit_rate_pct
+            .ok_or_else(|| missing("the L2 hit rate in its profile"))?,
         Field::L2Fetch | Field::L2FetchBefore | Field::L2Persisting | Field::L2Window => {
             return l2_reported(row, field).ok_or_else(|| missing("L2 controls read back"));
         }
@@ -573,7 +579,8 @@ fn format_field(field: Field, value: f64) -> String {
         | Field::PctPeak
         | Field::Spread
         | Field::Occupancy
-        | Field::DramThroughput => format!("{value:.1} %"),
+        | Field::DramThroughput
+        | Field::L2HitRate => format!("{value:.1} %"),
         Field::Counter
         | Field::Rate
         | Field::DramRead

@@ -39,6 +39,8 @@ pub struct FakeDevice {
     /// Every L2 request made, in order, and the L2 controls now in force.
     pub l2_requests: Vec<l2::L2Request>,
     pub l2: l2::L2Report,
+    /// Refuse L2 controls as a backend without them does (HIP's).
+    pub no_l2_controls: bool,
 }
 
 /// Written in a kernel's source, it makes the fake device leave the output's last element
@@ -141,6 +143,7 @@ impl Default for FakeDevice {
             index: 0,
             l2_requests: Vec::new(),
             l2: FAKE_L2_DEFAULTS,
+            no_l2_controls: false,
         }
     }
 }
@@ -188,6 +191,9 @@ impl Device for FakeDevice {
 
     /// Keeps the request and reports it back clamped to [`FAKE_L2_DEFAULTS`]' limits.
     fn set_l2(&mut self, request: &l2::L2Request) -> Result<l2::L2Report, DeviceError> {
+        if self.no_l2_controls {
+            return Err(l2::unsupported());
+        }
         self.l2_requests.push(*request);
         let max = |limit: Option<u64>| limit.unwrap_or(u64::MAX);
         if let Some(bytes) = request.fetch_granularity {
