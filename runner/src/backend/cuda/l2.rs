@@ -25,7 +25,17 @@ pub(super) fn set(
     if let Some(bytes) = request.fetch_granularity {
         set_limit(CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY, bytes)?;
     }
+    let attribute = |attribute| {
+        ctx.attribute(attribute)
+            .ok()
+            .and_then(|value| u64::try_from(value).ok())
+    };
+    let max_persisting =
+        attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE);
     if let Some(bytes) = request.persisting_bytes {
+        // Clamped to what the GPU sets aside at most, as the programming guide does before
+        // the call: the result keeps the request and what the driver then reports.
+        let bytes = max_persisting.map_or(bytes, |max| bytes.min(max));
         set_limit(CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE, bytes)?;
     }
     set_window(stream, window)?;
@@ -35,18 +45,11 @@ pub(super) fn set(
             .result()
             .during(OPERATION)?;
     }
-    let attribute = |attribute| {
-        ctx.attribute(attribute)
-            .ok()
-            .and_then(|value| u64::try_from(value).ok())
-    };
     Ok(L2Report {
         fetch_granularity: get_limit(CUlimit::CU_LIMIT_MAX_L2_FETCH_GRANULARITY)?,
         persisting_bytes: get_limit(CUlimit::CU_LIMIT_PERSISTING_L2_CACHE_SIZE)?,
         window: get_window(stream)?,
-        max_persisting_bytes: attribute(
-            CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE,
-        ),
+        max_persisting_bytes: max_persisting,
         max_window_bytes: attribute(
             CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
         ),
