@@ -6,12 +6,14 @@
 mod chart;
 mod device;
 mod hardware;
+mod l2;
 mod sweep;
 mod traffic;
 
 pub use chart::{ChartKind, ChartSpec};
 pub use device::DeviceParams;
 pub use hardware::{ComputeCapability, MAX_TENSOR_RANK, Swizzle, TensorMapSpec};
+pub use l2::{L2Spec, MAX_FETCH_GRANULARITY, WindowSpec};
 pub use sweep::{MAX_SWEEP_VARIANTS, SweepOrigin, SweptAxis};
 pub use traffic::{BytesMoved, Traffic};
 
@@ -85,6 +87,10 @@ pub struct LabSpec {
     /// themselves set `flush_l2 = false` and rely on the warm-up runs to fill them.
     #[serde(default = "default_true")]
     pub flush_l2: bool,
+    /// L2 controls every variant runs under (`[l2]`: fetch granularity, persisting set-aside,
+    /// access-policy window), unless a variant replaces them ([`LabSpec::l2_for`]).
+    #[serde(default)]
+    pub l2: Option<L2Spec>,
     /// Work every variant does besides moving bytes, unless a variant says otherwise.
     #[serde(default)]
     pub work: Option<WorkSpec>,
@@ -501,6 +507,9 @@ pub struct VariantSpec {
     /// Overrides the lab's `flush_l2` for this variant.
     #[serde(default)]
     pub flush_l2: Option<bool>,
+    /// L2 controls of its own, field by field in place of the lab's `[l2]`.
+    #[serde(default)]
+    pub l2: Option<L2Spec>,
 }
 
 impl VariantSpec {
@@ -873,6 +882,7 @@ impl LabSpec {
             self.validate_traffic(traffic)?;
         }
         self.validate_timing()?;
+        self.validate_l2()?;
         self.validate_unused_defaults()?;
         self.validate_variants()?;
         self.validate_against()?;

@@ -245,6 +245,16 @@ pub trait Vendor {
         let _ = info;
         None
     }
+    /// Sets L2 controls (see [`Device::set_l2`]), `window` over one of the device's buffers;
+    /// none by default.
+    fn set_l2(
+        &self,
+        request: &super::l2::L2Request,
+        window: Option<super::l2::VendorWindow<'_, Self::Buffer>>,
+    ) -> Result<super::l2::L2Report, DeviceError> {
+        let _ = (request, window);
+        Err(super::l2::unsupported())
+    }
 }
 
 /// Why a backend without a library matrix product of that precision runs none.
@@ -711,6 +721,13 @@ impl<V: Vendor> Device for GpuDevice<V> {
         self.vendor.gemm_library(precision)
     }
 
+    fn set_l2(
+        &mut self,
+        request: &super::l2::L2Request,
+    ) -> Result<super::l2::L2Report, DeviceError> {
+        self.set_l2_controls(request)
+    }
+
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
         match *op {
             Op::Launch {
@@ -827,6 +844,8 @@ impl<V: Vendor> Device for GpuDevice<V> {
         self.vendor.clocks(&self.info)
     }
 }
+
+mod l2;
 
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@ pub mod cuda;
 pub mod fake;
 pub mod gpu;
 pub mod hip;
+pub mod l2;
 pub mod ptxas;
 pub mod select;
 
@@ -252,6 +253,13 @@ pub trait Device {
     /// The SM and memory clocks now, where the driver reports them.
     fn clocks(&self) -> Option<kernelbook_core::results::Clocks> {
         None
+    }
+    /// Sets the L2 controls of `request` for the work queued after it (waiting for the work
+    /// before) and reads them back. An error of kind [`DeviceErrorKind::Unavailable`] where the
+    /// backend has none.
+    fn set_l2(&mut self, request: &l2::L2Request) -> Result<l2::L2Report, DeviceError> {
+        let _ = request;
+        Err(l2::unsupported())
     }
 }
 

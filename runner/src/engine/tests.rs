@@ -808,3 +808,66 @@ fn a_launch_once_run_reports_each_variants_launches() {
         ]
     );
 }
+
+/// The transpose lab with L2 controls on its good variant: a fetch granularity, a set-aside
+/// larger than the fake GPU allows and a window over the input.
+fn l2_lab() -> String {
+    LAB.replace(
+        "kernel = \"transpose\"\n",
+        "kernel = \"transpose\"\nl2 = { fetch_granularity = 32, persisting_bytes = \"16777216\", \
+         window = { buffer = \"in\", hit_ratio = 0.5 } }\n",
+    )
+}
+
+#[test]
+fn a_variants_l2_controls_are_set_around_it_read_back_and_undone() {
+    let mut device = FakeDevice::new();
+    let results = measure(&mut device, &plan(&l2_lab(), &transpose_kernels()), 42).results;
+    let good = results.variant("good").expect("good");
+    assert!(
+        matches!(good.outcome, Outcome::Measured { .. }),
+        "{:?}",
+        good.outcome
+    );
+    let l2 = good.l2.as_ref().expect("the row keeps its L2 controls");
+    assert_eq!(
+        l2.before.fetch_granularity_bytes,
+        Some(64),
+        "the driver's before"
+    );
+    assert_eq!(l2.requested.fetch_granularity_bytes, Some(32));
+    assert_eq!(l2.reported.fetch_granularity_bytes, Some(32));
+    assert_eq!(l2.requested.persisting_bytes, Some(1 << 24));
+    assert_eq!(
+        l2.reported.persisting_bytes,
+        Some(512 << 10),
+        "clamped by the device, and the results say so"
+    );
+    let window = l2.reported.window.as_ref().expect("window");
+    assert_eq!(
+        (window.buffer.as_str(), window.bytes, window.hit_ratio),
+        ("in", 64 * 64 * 4, 0.5)
+    );
+    assert_eq!(l2.max_persisting_bytes, Some(512 << 10));
+    // Read, set, undo: only around the one variant that asks.
+    assert_eq!(device.l2_requests.len(), 3, "{:?}", device.l2_requests);
+    assert!(device.l2_requests[1].reset_persisting_lines);
+    assert_eq!(device.l2, crate::backend::fake::FAKE_L2_DEFAULTS, "undone");
+    assert!(results.variant("memcpy").expect("memcpy").l2.is_none());
+}
+
+#[test]
+fn a_backend_without_l2_controls_marks_the_row_unavailable_and_runs_the_others() {
+    let mut device = FakeDevice::new();
+    device.no_l2_controls = true;
+    let results = measure(&mut device, &plan(&l2_lab(), &transpose_kernels()), 42).results;
+    let good = results.variant("good").expect("good");
+    let Outcome::Unavailable { reason } = &good.outcome else {
+        panic!("expected unavailable, got {:?}", good.outcome);
+    };
+    assert!(reason.contains("sets no L2 controls"), "{reason}");
+    assert!(matches!(
+        results.variant("memcpy").expect("memcpy").outcome,
+        Outcome::Measured { .. }
+    ));
+}

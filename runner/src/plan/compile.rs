@@ -222,6 +222,7 @@ impl PlanCompiler<'_> {
                 own: variant.params.clone(),
                 sweep: variant.sweep_origin.clone(),
             },
+            l2: super::l2::resolve(lab, variant, buffers, &env)?,
         })
     }
 

@@ -16,9 +16,11 @@
 mod compile;
 mod hardware;
 mod key;
+mod l2;
 
 pub use compile::{Measurement, compile};
 pub use key::Toolchain;
+pub use l2::{L2Plan, WindowPlan};
 
 use crate::references::Comparison;
 use kernelbook_core::KernelSource;
@@ -230,6 +232,10 @@ pub struct VariantPlan {
     /// the cache key holds them with the rest of the plan.
     #[serde(default)]
     pub params: VariantParams,
+    /// The L2 controls it runs under (`[l2]`), set before it and undone after it; absent where
+    /// it sets none (so that other labs' cache keys stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2: Option<L2Plan>,
 }
 
 /// What a variant runs: one kind of operation each (see the `ops` module of this crate, which prepares each).

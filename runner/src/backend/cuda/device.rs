@@ -496,6 +496,14 @@ impl Vendor for Cuda {
         cublas.transpose(dst, src, rows, cols)
     }
 
+    fn set_l2(
+        &self,
+        request: &crate::backend::l2::L2Request,
+        window: Option<crate::backend::l2::VendorWindow<'_, CudaSlice<u8>>>,
+    ) -> Result<crate::backend::l2::L2Report, DeviceError> {
+        super::l2::set(&self.ctx, &self.stream, request, window)
+    }
+
     fn clocks(&self, info: &DeviceInfo) -> Option<Clocks> {
         probe::clocks(&info.uuid)
     }
