@@ -785,7 +785,7 @@ impl Runner {
         if check.spec.sanitize_params.is_empty() {
             return Ok(None);
         }
-        let lab_error = |err: String| RunError::lab(&check.lab.name, err);
+        let lab_error = |err: String| RunError::lab(&check.book_lab.name, err);
         let small = check
             .book_lab
             .with_params(&check.spec.sanitize_params)
