@@ -35,7 +35,7 @@ pub fn shared_memory_gbs(sm_count: u32, sm_clock_khz: u64) -> f64 {
 /// Guide's table of arithmetic-instruction throughput; `None` for an architecture that table
 /// does not give here (and for AMD GPUs).
 pub fn fp32_lanes_per_sm(device: &DeviceInfo) -> Option<u32> {
-    if device.backend != "cuda" {
+    if device.backend != crate::results::DeviceApi::Cuda {
         return None;
     }
     match device.compute_capability {
@@ -82,7 +82,7 @@ mod tests {
         d.compute_capability = (6, 1);
         assert_eq!(fp32_lanes_per_sm(&d), None);
         d.compute_capability = (9, 0);
-        d.backend = "hip".into();
+        d.backend = crate::results::DeviceApi::Hip;
         assert_eq!(fp32_lanes_per_sm(&d), None);
     }
 }

@@ -180,10 +180,36 @@ pub struct Clocks {
     pub memory_mhz: u32,
 }
 
+/// The API a device was driven through: in a results file the backend's name, "cuda" or
+/// "hip" ("fake": the CPU stand-in of kernelbook's own tests), as the schema lists them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceApi {
+    Cuda,
+    Hip,
+    Fake,
+}
+
+impl DeviceApi {
+    /// The name a results file and a message give it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DeviceApi::Cuda => "cuda",
+            DeviceApi::Hip => "hip",
+            DeviceApi::Fake => "fake",
+        }
+    }
+}
+
+impl std::fmt::Display for DeviceApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DeviceInfo {
-    /// "cuda" or "hip".
-    pub backend: String,
+    pub backend: DeviceApi,
     pub name: String,
     pub uuid: String,
     /// e.g. "sm_90" or "gfx90a": what kernels are compiled for.
@@ -490,7 +516,7 @@ pub(crate) mod tests {
 
     pub fn h200() -> DeviceInfo {
         DeviceInfo {
-            backend: "cuda".into(),
+            backend: DeviceApi::Cuda,
             name: "NVIDIA H200".into(),
             uuid: "GPU-00000000-0000-0000-0000-000000000000".into(),
             arch: "sm_90".into(),

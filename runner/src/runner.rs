@@ -1052,7 +1052,7 @@ mod tests {
     fn the_stale_check_uses_the_chosen_or_the_recordings_backend() {
         let mut device = crate::plan::tests::h200();
         assert_eq!(BackendChoice::Auto.or_of(&device), BackendChoice::Cuda);
-        device.backend = "hip".into();
+        device.backend = kernelbook_core::results::DeviceApi::Hip;
         assert_eq!(BackendChoice::Auto.or_of(&device), BackendChoice::Hip);
         assert_eq!(BackendChoice::Fake.or_of(&device), BackendChoice::Fake);
     }

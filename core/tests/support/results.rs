@@ -318,7 +318,7 @@ fn device() -> impl Strategy<Value = DeviceInfo> {
     )
         .prop_map(
             |(sm_count, memory_clock_khz, bus, sm_clock_khz, threads, l2)| DeviceInfo {
-                backend: "cuda".into(),
+                backend: kernelbook_core::results::DeviceApi::Cuda,
                 name: "NVIDIA H200".into(),
                 uuid: "GPU-0".into(),
                 arch: "sm_90".into(),

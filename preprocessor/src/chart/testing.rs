@@ -41,7 +41,7 @@ pub fn results(lab: &str, ceiling: Option<&str>, variants: Vec<VariantResult>) -
         params: Params::from([("n".into(), 1024)]),
         provenance: Provenance {
             device: DeviceInfo {
-                backend: "cuda".into(),
+                backend: kernelbook_core::results::DeviceApi::Cuda,
                 name: "GPU".into(),
                 uuid: "GPU-0".into(),
                 arch: "sm_90".into(),

@@ -160,7 +160,7 @@ fn not_cited(what: &'static str, d: &DeviceInfo) -> Gap {
 
 /// The bank layout of [`peaks::SHARED_BANKS`] is NVIDIA's, cited for NVIDIA GPUs only.
 fn nvidia(d: &DeviceInfo) -> Result<&DeviceInfo, Gap> {
-    if d.backend == "cuda" {
+    if d.backend == kernelbook_core::results::DeviceApi::Cuda {
         Ok(d)
     } else {
         Err(not_cited("shared-memory bank layout", d))
@@ -272,7 +272,7 @@ mod tests {
         assert!(err.contains("did not report"), "{err}");
         let err = text("register_tbs", &d).expect_err("no constant");
         assert!(err.contains("no cited FP32 lane count"), "{err}");
-        d.backend = "hip".into();
+        d.backend = kernelbook_core::results::DeviceApi::Hip;
         let err = text("smem_tbs", &d).expect_err("not NVIDIA's banks");
         assert!(err.contains("no cited shared-memory bank layout"), "{err}");
         let err = Property::parse(Some("speed"))

@@ -19,7 +19,7 @@ fn copy_lab() -> LabSpec {
 /// A GPU whose theoretical peak is `peak_gbs` (memory clock × 2 × bus bytes).
 fn device(name: &str, uuid: &str, peak_gbs: u64) -> DeviceInfo {
     DeviceInfo {
-        backend: "cuda".into(),
+        backend: kernelbook_core::results::DeviceApi::Cuda,
         name: name.into(),
         uuid: uuid.into(),
         arch: "sm_90".into(),

@@ -116,7 +116,7 @@ impl Default for FakeDevice {
         FakeDevice {
             host_kernels: Default::default(),
             info: DeviceInfo {
-                backend: "fake".into(),
+                backend: kernelbook_core::results::DeviceApi::Fake,
                 name: "Fake GPU".into(),
                 uuid: "GPU-fake".into(),
                 arch: "sm_90".into(),

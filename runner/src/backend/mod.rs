@@ -18,7 +18,7 @@ pub mod ptxas;
 pub mod select;
 
 pub use kernelbook_core::builtins::GemmPrecision;
-use kernelbook_core::results::{DeviceInfo, LaunchShape};
+use kernelbook_core::results::{DeviceApi, DeviceInfo, LaunchShape};
 use kernelbook_core::spec::{ElemType, Swizzle};
 
 /// A device buffer owned by a [`Device`].
@@ -435,19 +435,22 @@ impl std::str::FromStr for BackendChoice {
 }
 
 impl BackendChoice {
-    /// The backend that produced a device of `info.backend` ("cuda", "hip", "fake"), where
-    /// this choice is `Auto`; any other choice is itself.
+    /// The backend that described `info`, where this choice is `Auto`; any other choice is
+    /// itself.
     pub fn or_of(self, info: &DeviceInfo) -> BackendChoice {
-        match (self, BackendChoice::of(info)) {
-            (BackendChoice::Auto, Some(vendor)) => vendor,
-            (choice, _) => choice,
+        match self {
+            BackendChoice::Auto => BackendChoice::of(info),
+            choice => choice,
         }
     }
 
-    /// The backend that described `info` (its `backend`: "cuda", "hip", "fake"), if this
-    /// build has it.
-    pub fn of(info: &DeviceInfo) -> Option<BackendChoice> {
-        info.backend.parse().ok()
+    /// The backend that described `info`.
+    pub fn of(info: &DeviceInfo) -> BackendChoice {
+        match info.backend {
+            DeviceApi::Cuda => BackendChoice::Cuda,
+            DeviceApi::Hip => BackendChoice::Hip,
+            DeviceApi::Fake => BackendChoice::Fake,
+        }
     }
 
     /// Whether the Python rows (PyTorch, Triton) run on this backend's GPUs, where a child is

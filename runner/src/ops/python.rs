@@ -15,7 +15,7 @@ pub fn measure(
     device: &DeviceInfo,
     peers: &PythonPeers,
 ) -> (Outcome, Option<String>) {
-    if !BackendChoice::of(device).is_some_and(BackendChoice::runs_python_rows) {
+    if !BackendChoice::of(device).runs_python_rows() {
         let reason = "the Python peers (PyTorch, Triton) run on CUDA devices only here".into();
         return (Outcome::Unavailable { reason }, None);
     }

@@ -5,6 +5,7 @@
 
 use super::{BufferPlan, Target, TensorMapPlan};
 use kernelbook_core::expr::Params;
+use kernelbook_core::results::DeviceApi;
 use kernelbook_core::spec::{ComputeCapability, LabError, LabSpec, TensorMapSpec};
 
 /// The most elements a tensor map's box may have along one dimension.
@@ -16,7 +17,7 @@ const MAX_STRIDE: u64 = 1 << 40;
 /// Why `target` cannot run a variant that requires `required`, or `None` if it can. Only
 /// NVIDIA GPUs have compute capabilities; the fake device of the tests reports one too.
 pub fn unsupported_on(target: &Target, required: ComputeCapability) -> Option<String> {
-    let have = (target.backend != "hip")
+    let have = (target.backend != DeviceApi::Hip)
         .then(|| ComputeCapability::parse_arch(&target.arch))
         .flatten();
     match have {
@@ -214,7 +215,7 @@ mod tests {
 
     fn target(backend: &str, arch: &str) -> Target {
         Target {
-            backend: backend.into(),
+            backend: serde_json::from_value(serde_json::json!(backend)).expect("a backend"),
             arch: arch.into(),
             max_threads_per_block: 1024,
             max_grid: [1, 1, 1],

@@ -37,8 +37,7 @@ use std::collections::BTreeMap;
 /// ([`DeviceParams`]: `grid = ["2 * sm_count"]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Target {
-    /// "cuda" or "hip".
-    pub backend: String,
+    pub backend: kernelbook_core::results::DeviceApi,
     /// What kernels are compiled for, e.g. "sm_90" or "gfx90a".
     pub arch: String,
     pub max_threads_per_block: u32,
@@ -55,7 +54,7 @@ impl Target {
     /// blocks are what CUDA and HIP both allow on every GPU the book runs on.
     pub fn of(device: &DeviceInfo) -> Target {
         Target {
-            backend: device.backend.clone(),
+            backend: device.backend,
             arch: device.arch.clone(),
             max_threads_per_block: 1024,
             max_grid: [i32::MAX as u32, 65535, 65535],

@@ -22,7 +22,7 @@ static LAB: LazyLock<String> = LazyLock::new(|| {
 /// An H200 as the CUDA backend describes it.
 pub(crate) fn h200() -> DeviceInfo {
     DeviceInfo {
-        backend: "cuda".into(),
+        backend: kernelbook_core::results::DeviceApi::Cuda,
         name: "NVIDIA H200".into(),
         uuid: "GPU-1".into(),
         arch: "sm_90".into(),

@@ -137,7 +137,7 @@ fn device_info(dev: cu::CUdevice) -> Result<DeviceInfo, DeviceError> {
     let uuid = result::uuid(WHAT, dev)?;
     let memory_bytes = result::total_memory(WHAT, dev)?;
     Ok(DeviceInfo {
-        backend: "cuda".to_string(),
+        backend: kernelbook_core::results::DeviceApi::Cuda,
         name: result::name(WHAT, dev)?,
         uuid: format_uuid(&uuid),
         arch: format!("sm_{major}{minor}"),

@@ -180,7 +180,7 @@ impl Vendor for Recorder {
 
 fn info() -> DeviceInfo {
     DeviceInfo {
-        backend: "test".into(),
+        backend: kernelbook_core::results::DeviceApi::Fake,
         name: "Test GPU".into(),
         uuid: "GPU-test".into(),
         arch: "sm_90".into(),

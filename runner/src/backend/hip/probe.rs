@@ -141,7 +141,7 @@ fn device_info(rt: &Runtime, device: c_int) -> Result<DeviceInfo, DescribeError>
         .map(to_u64)
         .unwrap_or(0);
     Ok(DeviceInfo {
-        backend: "hip".to_string(),
+        backend: kernelbook_core::results::DeviceApi::Hip,
         name: if name.is_empty() { arch.clone() } else { name },
         uuid,
         compute_capability: (major, minor),
