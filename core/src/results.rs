@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub mod figures;
+pub mod timeline;
 mod validate;
 pub use validate::{
     InvalidResults, LabMismatch, MAX_BYTES, MAX_COUNTER, MAX_GBS, MAX_TIME_MS, MAX_WORK_PER_SECOND,
@@ -254,6 +255,10 @@ pub struct VariantResult {
     /// walltime); absent where it was not timed, and in format 1 files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling_seconds: Option<f64>,
+    /// A pipelined row's copies and kernels per stream, from its events (the sample nearest
+    /// the median); absent for every other row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<timeline::Timeline>,
 }
 
 /// What a variant adds to the lab's parameters: the values it sets itself and those its sweep
@@ -523,6 +528,7 @@ pub(crate) mod tests {
             other_kernels: Default::default(),
             params: Some(VariantParams::default()),
             sampling_seconds: None,
+            timeline: None,
         }
     }
 

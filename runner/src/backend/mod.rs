@@ -13,6 +13,7 @@ pub mod cuda;
 pub mod fake;
 pub mod gpu;
 pub mod hip;
+pub mod pipeline;
 pub mod ptxas;
 pub mod select;
 
@@ -114,6 +115,9 @@ pub enum Op<'a> {
     },
     /// Several operations in order, timed as one (an unfused pipeline).
     Sequence(&'a [Op<'a>]),
+    /// Chunks copied in, run and copied out on several streams ([`pipeline::Pipeline`]);
+    /// [`Device::pipeline_spans`] gives the last timed run's events.
+    Pipeline(&'a pipeline::Pipeline),
 }
 
 /// What the driver reports about a loaded kernel.
@@ -233,6 +237,13 @@ pub trait Device {
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError>;
     /// Runs `op` between two device events and returns the time between them in milliseconds.
     fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError>;
+    /// The spans of the pipeline [`Device::time`] last timed, from its events, relative to
+    /// its start event.
+    fn pipeline_spans(
+        &mut self,
+    ) -> Result<Vec<kernelbook_core::results::timeline::Span>, DeviceError> {
+        Err(pipeline::no_streams())
+    }
     /// Evicts the L2 cache by writing a buffer larger than it (outside any timed region).
     fn flush_l2(&mut self) -> Result<(), DeviceError>;
     fn synchronize(&mut self) -> Result<(), DeviceError>;

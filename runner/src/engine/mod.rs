@@ -416,6 +416,7 @@ impl Row<'_> {
         result.implementation = annotations.implementation;
         result.counter = timed.counter;
         result.sampling_seconds = timed.sampling_seconds;
+        result.timeline = timed.timeline;
         (result, error)
     }
 

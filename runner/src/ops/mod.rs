@@ -11,6 +11,7 @@ pub mod device_copy;
 pub mod host_copy;
 pub mod kernel;
 pub mod library;
+pub mod pipeline;
 pub mod python;
 
 use crate::backend::{BufferId, Device, KernelArg, KernelId, Op};
@@ -94,6 +95,7 @@ pub enum Step {
         bytes: usize,
         pinned: bool,
     },
+    Pipeline(crate::backend::pipeline::Pipeline),
 }
 
 impl Step {
@@ -142,6 +144,7 @@ impl Step {
                 bytes: *bytes,
                 pinned: *pinned,
             },
+            Step::Pipeline(pipeline) => Op::Pipeline(pipeline),
         }
     }
 }

@@ -439,3 +439,53 @@ fn a_sweep_compiles_to_one_variant_per_value_and_its_errors_name_the_entry() {
     assert!(err.message.contains("at most 232448"), "{err}");
     assert_eq!(err.line, 25, "{err}");
 }
+
+#[test]
+fn a_pipelined_row_plans_one_launch_per_chunk_over_the_checks_buffers() {
+    let lab = r#"name = "pipe"
+title = "Pipe"
+bytes = "2 * n * 4"
+[params]
+n = 1024
+[[buffers]]
+name = "in"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "out"
+len = "n"
+fill = "poison"
+[check]
+reference = "scale"
+input = "in"
+output = "out"
+factor = "-1"
+[[variants]]
+name = "piped"
+kernel = "copy_scalar"
+pipeline = { chunks = 4, streams = 3 }
+grid = ["n / chunks / 256"]
+block = [256]
+args = ["out", "in", "chunk * (n / chunks):i64", "n / chunks"]
+"#;
+    let plan = plan_of(lab, &kernels_at("ok", 3)).expect("a plan");
+    let OpPlan::Kernel(op) = &plan.variants[0].op else {
+        panic!("a kernel row");
+    };
+    let pipeline = op.pipeline.as_ref().expect("a pipeline");
+    assert_eq!(pipeline.streams, 3);
+    assert_eq!((pipeline.input, pipeline.output), (0, 1));
+    assert_eq!(pipeline.chunk_bytes, 1024);
+    let firsts: Vec<ArgPlan> = pipeline.chunk_args.iter().map(|args| args[2]).collect();
+    assert_eq!(
+        firsts,
+        [0, 256, 512, 768].map(ArgPlan::I64),
+        "each chunk's first element"
+    );
+    assert_eq!(op.main.grid, [1, 1, 1]);
+    assert_eq!(op.main.args, pipeline.chunk_args[0]);
+    // Chunks that do not divide the buffers are refused at the variant.
+    let uneven = lab.replace("chunks = 4, streams = 3", "chunks = 3, streams = 3");
+    let err = plan_of(&uneven, &kernels_at("ok", 3)).expect_err("uneven");
+    assert!(err.message.contains("3 chunks divide"), "{err}");
+}
