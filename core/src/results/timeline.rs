@@ -181,7 +181,11 @@ mod tests {
     fn a_part_past_the_run_or_on_an_unknown_stream_is_a_problem() {
         let mut late = two_streams();
         late.spans[5].end_ms = 9.0;
-        assert!(late.problem().expect("a problem").contains("chunk 1 device → host"));
+        assert!(
+            late.problem()
+                .expect("a problem")
+                .contains("chunk 1 device → host")
+        );
         let mut stray = two_streams();
         stray.spans[0].stream = 2;
         assert!(stray.problem().is_some());

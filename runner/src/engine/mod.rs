@@ -477,6 +477,12 @@ impl Row<'_> {
 
 /// A row whose device work failed.
 fn launch_failure(err: &DeviceError) -> Outcome {
+    // What this backend cannot do at all (several streams on HIP) says so rather than failing.
+    if err.kind == crate::backend::DeviceErrorKind::Unavailable {
+        return Outcome::Unavailable {
+            reason: err.message.clone(),
+        };
+    }
     Outcome::Failed {
         stage: FailureStage::Launch,
         message: err.to_string(),
