@@ -489,3 +489,40 @@ args = ["out", "in", "chunk * (n / chunks):i64", "n / chunks"]
     let err = plan_of(&uneven, &kernels_at("ok", 3)).expect_err("uneven");
     assert!(err.message.contains("3 chunks divide"), "{err}");
 }
+
+#[test]
+fn the_host_device_labs_pipelined_rows_plan_sixteen_chunks_on_one_to_four_streams() {
+    let text = include_str!("../../../labs/host_device.toml");
+    let lab = LabSpec::parse(text, Path::new("labs/host_device.toml")).expect("the lab");
+    let source = KernelSource {
+        name: "pipeline_work".into(),
+        source: include_str!("../../../kernels/pipeline_work.cu").into(),
+        origin: SourceLocation {
+            file: "book/src/labs/host-device.md".into(),
+            line: 1,
+        },
+        language: Default::default(),
+    };
+    let kernels = BTreeMap::from([("pipeline_work".to_string(), source)]);
+    let plan = compile(
+        &lab,
+        &kernels,
+        &Target::of(&h200()),
+        &Measurement::default(),
+    )
+    .expect("a plan");
+    for streams in 1..=4u32 {
+        let variant = plan
+            .variant(&format!("pipeline_{streams}"))
+            .expect("the row");
+        let OpPlan::Kernel(op) = &variant.op else {
+            panic!("a kernel row");
+        };
+        let pipeline = op.pipeline.as_ref().expect("pipelined");
+        assert_eq!(pipeline.streams, streams);
+        assert_eq!(pipeline.chunk_args.len(), 16);
+        assert_eq!(pipeline.chunk_bytes, 16 << 20);
+        assert_eq!(op.main.grid, [16384, 1, 1]);
+        assert_eq!(pipeline.chunk_args[15][4], ArgPlan::I64(15 << 22));
+    }
+}
