@@ -76,7 +76,7 @@ enum Command {
 
 fn main() -> ExitCode {
     // SAFETY: first thing in main, before any thread exists.
-    unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
+    unsafe { kernelbook_runner::backend::set_up_process() };
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if args
         .get(1)
@@ -111,7 +111,7 @@ fn main() -> ExitCode {
             }
         },
     };
-    kernelbook_runner::backend::cuda::nvrtc_search::set_project_root(&cli.root);
+    kernelbook_runner::backend::set_project_root(&cli.root);
     let ctx = project::Context {
         root: cli.root,
         backend: device,

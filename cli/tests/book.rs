@@ -847,7 +847,7 @@ fn diagrams_lists_each_prediction_beside_the_recorded_counters() {
         .find(|entry| entry.contains("transpose_naive's store"))
         .unwrap_or_else(|| panic!("the naive transpose's store is listed: {stdout}"));
     assert!(
-        naive.contains("model: 32 sectors per request (1024 B fetched) in 32 lines"),
+        naive.contains("model: 32 sectors per request (1024 B written) in 32 lines"),
         "{naive}"
     );
     assert!(

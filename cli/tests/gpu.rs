@@ -266,6 +266,8 @@ fn every_variant_of_the_real_labs_is_verified_and_timed() {
         ("tile_sweep", &[("n", 2048)]),
         ("drill_coalesce", &[("n", 1 << 20)]),
         ("drill_bank_conflict", &[("n", 2048)]),
+        ("drill_race", &[("n", 1 << 20)]),
+        ("drill_halo", &[("n", 1 << 20)]),
         ("padded_transpose", &[("n", 2048)]),
         ("profile_transpose", &[("n", 2048)]),
         ("hierarchy", &[]),

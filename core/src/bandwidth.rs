@@ -31,6 +31,13 @@ pub fn strided_copy_efficiency(stride: f64) -> f64 {
     2.0 / (1.0 + stride.clamp(1.0, 8.0))
 }
 
+/// The same copy as [`strided_copy_efficiency`] counted at the DRAM, where the L2 fills each
+/// miss with 64 bytes (a pair of sectors): the read moves 4·min(s, 16) bytes per element, so the
+/// ratio is 2 / (1 + min(s, 16)), flat from stride 16 (the coalescing chapter's L2-fill model).
+pub fn l2_fill_strided_copy_efficiency(stride: f64) -> f64 {
+    2.0 / (1.0 + stride.clamp(1.0, 16.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,6 +68,13 @@ mod tests {
             2.0 / 9.0,
             "no further loss past 8"
         );
+    }
+
+    #[test]
+    fn the_l2_fill_model_floors_at_stride_sixteen() {
+        assert_eq!(l2_fill_strided_copy_efficiency(8.0), 2.0 / 9.0);
+        assert_eq!(l2_fill_strided_copy_efficiency(16.0), 2.0 / 17.0);
+        assert_eq!(l2_fill_strided_copy_efficiency(64.0), 2.0 / 17.0);
     }
 
     #[test]

@@ -12,8 +12,11 @@
 //!                          # result); the learner's kernel is timed against the solution
 //! sanitize = true          # optional: a correct kernel is also run under compute-sanitizer,
 //!                          # and a finding fails it (a race can give the right result by luck)
+//! sanitize_params = { n = 65536 }  # optional: the sizes the sanitizer's runs use (the lab's
+//!                          # own when absent): the tools slow a kernel down a hundredfold
 //! ```
 
+use crate::expr::Params;
 use serde::Deserialize;
 
 /// What `kernelbook check` asks of the learner's kernel.
@@ -44,6 +47,11 @@ pub struct ExerciseSpec {
     /// for bugs that give the right result on some runs (a shared-memory race).
     #[serde(default)]
     pub sanitize: bool,
+    /// The size parameters the sanitizer's runs use instead of the lab's: racecheck watches
+    /// every shared-memory access and slows a kernel down a hundredfold or more, so a kernel
+    /// that takes 70 µs at the lab's size takes minutes under it. Empty: the lab's own sizes.
+    #[serde(default)]
+    pub sanitize_params: Params,
 }
 
 /// The variant a learner's kernel is timed against.

@@ -9,6 +9,7 @@
 //! - [`results`]: what a measurement produced, with provenance and raw samples (the results file);
 //! - [`stats`]: sample summaries and the stopping rule;
 //! - [`bandwidth`]: effective bandwidth, % of ceiling and % of theoretical peak;
+//! - [`builtins`]: the table of operations the runner provides itself (copies, library peers);
 //! - [`peaks`]: theoretical on-chip rates (shared memory, register operands, FP32) from the
 //!   device's SM count and clock and cited per-architecture constants;
 //! - [`textfile`]: a user's text source read safely (regular files only, a cap on the size);
@@ -51,6 +52,7 @@
 
 pub mod access;
 pub mod bandwidth;
+pub mod builtins;
 pub mod exercise;
 pub mod expr;
 pub mod kernel;

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 pub mod figures;
+mod l2;
 pub mod timeline;
+pub use l2::{L2Result, L2Settings, L2Window};
 mod validate;
 pub use validate::{
     InvalidResults, LabMismatch, MAX_BYTES, MAX_COUNTER, MAX_GBS, MAX_TIME_MS, MAX_WORK_PER_SECOND,
@@ -145,6 +147,9 @@ pub struct KernelProfile {
     /// DRAM throughput over the kernel's duration, per cent of the peak.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dram_throughput_pct: Option<f64>,
+    /// The L2's hit rate over the sectors looked up in it, per cent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_hit_rate_pct: Option<f64>,
 }
 
 /// Where and how the numbers were obtained.
@@ -259,6 +264,9 @@ pub struct VariantResult {
     /// the median); absent for every other row.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<timeline::Timeline>,
+    /// The L2 controls it ran under (`[l2]`), asked and read back; absent where it set none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2: Option<L2Result>,
 }
 
 /// What a variant adds to the lab's parameters: the values it sets itself and those its sweep
@@ -529,6 +537,7 @@ pub(crate) mod tests {
             params: Some(VariantParams::default()),
             sampling_seconds: None,
             timeline: None,
+            l2: None,
         }
     }
 

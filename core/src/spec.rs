@@ -6,6 +6,7 @@
 mod chart;
 mod device;
 mod hardware;
+mod l2;
 mod pipeline;
 mod sweep;
 mod traffic;
@@ -13,10 +14,12 @@ mod traffic;
 pub use chart::{ChartKind, ChartSpec};
 pub use device::DeviceParams;
 pub use hardware::{ComputeCapability, MAX_TENSOR_RANK, Swizzle, TensorMapSpec};
+pub use l2::{L2Spec, MAX_FETCH_GRANULARITY, WindowSpec};
 pub use pipeline::{MAX_CHUNKS, MAX_STREAMS, PipelineSpec};
 pub use sweep::{MAX_SWEEP_VARIANTS, SweepOrigin, SweptAxis};
 pub use traffic::{BytesMoved, Traffic};
 
+pub use crate::builtins::{Accepts, ArgShape, Builtin, Descriptor};
 use crate::expr::{Expr, Params};
 use crate::line_of_offset;
 use crate::stats::StoppingRule;
@@ -86,6 +89,10 @@ pub struct LabSpec {
     /// themselves set `flush_l2 = false` and rely on the warm-up runs to fill them.
     #[serde(default = "default_true")]
     pub flush_l2: bool,
+    /// L2 controls every variant runs under (`[l2]`: fetch granularity, persisting set-aside,
+    /// access-policy window), unless a variant replaces them ([`LabSpec::l2_for`]).
+    #[serde(default)]
+    pub l2: Option<L2Spec>,
     /// Work every variant does besides moving bytes, unless a variant says otherwise.
     #[serde(default)]
     pub work: Option<WorkSpec>,
@@ -172,6 +179,10 @@ pub struct LevelSpec {
 pub struct RidgeSpec {
     pub compute: String,
     pub memory: String,
+    /// A second compute roof (a tensor-core row's work rate), drawn above the first so that
+    /// the reader sees the ridge move.
+    #[serde(default)]
+    pub tensor: Option<String>,
 }
 
 /// One more launch of a kernel of the book, before a variant's kernel (`setup`, untimed) or
@@ -287,9 +298,10 @@ pub struct PlotSpec {
     /// Space the x axis by powers of two.
     #[serde(default)]
     pub log2_x: bool,
-    /// A prediction drawn beside the measurement, scaled to the lab's ceiling.
-    #[serde(default)]
-    pub model: Option<Model>,
+    /// Predictions drawn beside the measurement (`model = "NAME"` or a list of names), each
+    /// scaled to what [`Model::scaled_to`] says.
+    #[serde(default, rename = "model", deserialize_with = "one_or_many")]
+    pub models: Vec<Model>,
     /// Mark the measured GPU's L2 size (from the results' device properties) on an x axis of
     /// bytes.
     #[serde(default)]
@@ -303,6 +315,52 @@ pub enum Model {
     /// A float copy whose reads are `x` elements apart, fetched in 32-byte sectors
     /// ([`crate::bandwidth::strided_copy_efficiency`]).
     SectorStridedCopy,
+    /// The same copy at the DRAM, where the L2 fills a miss with 64 bytes
+    /// ([`crate::bandwidth::l2_fill_strided_copy_efficiency`]).
+    L2FillStridedCopy,
+    /// Shared-memory loads whose bank conflicts have degree `x`: 1/x of the conflict-free rate.
+    InverseDegree,
+}
+
+/// What a model's share is a share of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelScale {
+    /// The lab's ceiling row, measured in the same run.
+    Ceiling,
+    /// The sweep's row at x = 1, measured in the same run.
+    RowAtOne,
+}
+
+impl Model {
+    /// The share of [`Self::scaled_to`] the model predicts at `x`, as a rate (higher is faster).
+    pub fn share(self, x: f64) -> f64 {
+        match self {
+            Model::SectorStridedCopy => crate::bandwidth::strided_copy_efficiency(x),
+            Model::L2FillStridedCopy => crate::bandwidth::l2_fill_strided_copy_efficiency(x),
+            Model::InverseDegree => 1.0 / x.max(1.0),
+        }
+    }
+
+    pub fn scaled_to(self) -> ModelScale {
+        match self {
+            Model::SectorStridedCopy | Model::L2FillStridedCopy => ModelScale::Ceiling,
+            Model::InverseDegree => ModelScale::RowAtOne,
+        }
+    }
+}
+
+/// `model = "NAME"` or `model = ["NAME", …]`.
+fn one_or_many<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Model>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(Model),
+        Many(Vec<Model>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(model) => vec![model],
+        OneOrMany::Many(models) => models,
+    })
 }
 
 /// A device buffer of the lab.
@@ -364,68 +422,6 @@ pub enum Fill {
     /// All bits set (NaN for floats): an element the kernel forgot to write cannot pass.
     Poison,
     Zero,
-}
-
-/// Operations the runner provides itself, as peers of the course's kernels. Each takes
-/// `args = [dst, src]`, but `library_sgemm`, which takes `args = [c, a, b, m, n, k]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Builtin {
-    /// The driver's device-to-device copy.
-    Memcpy,
-    /// The vendor BLAS's transpose (cuBLAS `geam`), where the library is installed; the
-    /// variant's check must be a transpose, which gives the shape.
-    LibraryTranspose,
-    /// PyTorch's `x.t().contiguous()`, where a `python3` with torch is found; likewise.
-    TorchTranspose,
-    /// The vendor BLAS's fp32 matrix product (cuBLAS `sgemm`, no TF32): row-major `c = a · b`
-    /// with `a` of `m × k` and `b` of `k × n` floats.
-    LibrarySgemm,
-    /// The `transpose(x)` of a Python block of the book (`script = "NAME"`, a ` ```python
-    /// kernel=NAME ` block: a Triton kernel and its launcher), run like the PyTorch peer.
-    PythonTranspose,
-    /// A copy of `src`'s contents from ordinary (pageable) host memory into `dst`.
-    HostToDevicePageable,
-    /// The same from page-locked (pinned) host memory.
-    HostToDevicePinned,
-    /// A copy of `src` into pageable host memory, checked by reading that host memory (`dst`
-    /// is not written).
-    DeviceToHostPageable,
-    /// The same into pinned host memory.
-    DeviceToHostPinned,
-}
-
-impl Builtin {
-    /// The name lab files use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Builtin::Memcpy => "memcpy",
-            Builtin::LibraryTranspose => "library_transpose",
-            Builtin::TorchTranspose => "torch_transpose",
-            Builtin::LibrarySgemm => "library_sgemm",
-            Builtin::PythonTranspose => "python_transpose",
-            Builtin::HostToDevicePageable => "host_to_device_pageable",
-            Builtin::HostToDevicePinned => "host_to_device_pinned",
-            Builtin::DeviceToHostPageable => "device_to_host_pageable",
-            Builtin::DeviceToHostPinned => "device_to_host_pinned",
-        }
-    }
-
-    /// Runs in a Python process rather than through the GPU backend.
-    pub fn runs_in_python(self) -> bool {
-        matches!(self, Builtin::TorchTranspose | Builtin::PythonTranspose)
-    }
-
-    /// A copy that checks like `memcpy`: `dst` must equal `src`.
-    pub fn is_copy(self) -> bool {
-        !matches!(
-            self,
-            Builtin::LibraryTranspose
-                | Builtin::TorchTranspose
-                | Builtin::PythonTranspose
-                | Builtin::LibrarySgemm
-        )
-    }
 }
 
 /// One row of the lab's table: a kernel of the book or a builtin. A `[[variants]]` entry with
@@ -517,6 +513,9 @@ pub struct VariantSpec {
     /// (see the `pipeline` module).
     #[serde(default)]
     pub pipeline: Option<Spanned<PipelineSpec>>,
+    /// L2 controls of its own, field by field in place of the lab's `[l2]`.
+    #[serde(default)]
+    pub l2: Option<L2Spec>,
 }
 
 impl VariantSpec {
@@ -893,6 +892,7 @@ impl LabSpec {
             self.validate_traffic(traffic)?;
         }
         self.validate_timing()?;
+        self.validate_l2()?;
         self.validate_unused_defaults()?;
         self.validate_variants()?;
         self.validate_against()?;
@@ -1040,11 +1040,11 @@ impl LabSpec {
             .ratios
             .iter()
             .flatten()
-            .chain(
-                self.ridge
-                    .iter()
-                    .flat_map(|ridge| [&ridge.compute, &ridge.memory]),
-            )
+            .chain(self.ridge.iter().flat_map(|ridge| {
+                [&ridge.compute, &ridge.memory]
+                    .into_iter()
+                    .chain(&ridge.tensor)
+            }))
             .chain(self.levels.iter().map(|level| &level.variant));
         for name in named {
             if self.variant(name).is_none() {
@@ -1054,17 +1054,21 @@ impl LabSpec {
                 ));
             }
         }
-        if let Some(ridge) = &self.ridge
-            && let Some(compute) = self.variant(&ridge.compute)
-            && self.work_for(compute).is_none()
-        {
-            return Err(self.error_at(
-                "ridge",
-                format!(
-                    "the ridge's compute variant `{}` declares no `work` to make a rate of",
-                    ridge.compute
-                ),
-            ));
+        let computes = self
+            .ridge
+            .iter()
+            .flat_map(|ridge| std::iter::once(&ridge.compute).chain(&ridge.tensor));
+        for name in computes {
+            if let Some(compute) = self.variant(name)
+                && self.work_for(compute).is_none()
+            {
+                return Err(self.error_at(
+                    "ridge",
+                    format!(
+                        "the ridge's compute variant `{name}` declares no `work` to make a rate of"
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -1093,6 +1097,20 @@ impl LabSpec {
                     ));
                 }
             }
+        }
+        if let Some(name) = exercise
+            .sanitize_params
+            .keys()
+            .find(|name| !self.params.contains_key(*name))
+        {
+            return Err(self.error_at(
+                "sanitize_params",
+                format!(
+                    "sanitize_params names `{name}`, which is not a parameter of lab `{}` (it has: {})",
+                    self.name,
+                    self.params.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            ));
         }
         if !(exercise.min_speedup.is_finite() && exercise.min_speedup > 0.0) {
             return Err(self.error_at(
@@ -1274,79 +1292,58 @@ impl LabSpec {
         Ok(())
     }
 
-    /// A builtin takes `args = [dst, src]`, two buffers, and the check that fits it: a copy's
-    /// check for a copy, a transpose check (which gives the shape) for a transpose.
+    /// A builtin's `args` have the shape its descriptor gives, and its check is one the
+    /// descriptor accepts (a copy's for a copy, a transpose check, which gives the shape, for a
+    /// transpose). The one place a builtin's arguments are checked: plan compilation relies on it.
     fn validate_builtin(&self, variant: &VariantSpec, builtin: Builtin) -> Result<(), LabError> {
         self.refuse_launch_fields(variant, builtin)?;
-        if builtin == Builtin::LibrarySgemm {
-            return self.validate_sgemm(variant);
-        }
-        let buffers: Vec<_> = variant
-            .args
-            .iter()
-            .filter(|a| self.buffer(a).is_some())
-            .collect();
-        if variant.args.len() != 2 || buffers.len() != 2 {
-            return Err(self.variant_error(
-                variant,
-                format!(
-                    "builtin {} (variant `{}`) takes `args = [dst, src]`, two buffers",
-                    builtin.name(),
-                    variant.name
-                ),
-            ));
-        }
-        if builtin.is_copy()
-            && !matches!(
-                self.check_for(variant).as_builtin(),
-                Some(BuiltinCheck::Copy { .. })
-            )
-        {
-            return Err(self.variant_error(
-                variant,
-                format!(
-                    "builtin {} (variant `{}`) copies: its check must be `reference = \"copy\"`",
-                    builtin.name(),
-                    variant.name
-                ),
-            ));
-        }
-        if !builtin.is_copy()
-            && !matches!(
-                self.check_for(variant).as_builtin(),
-                Some(BuiltinCheck::Transpose { .. })
-            )
-        {
-            return Err(self.variant_error(
-                variant,
-                format!(
-                    "builtin {} (variant `{}`) needs a transpose check, which gives the matrix's shape",
-                    builtin.name(),
-                    variant.name
-                ),
-            ));
-        }
-        Ok(())
+        self.validate_builtin_as(variant, &builtin.descriptor())
     }
 
-    /// `library_sgemm` takes three buffers and three sizes, `args = [c, a, b, m, n, k]`; its check
-    /// is any that compares `c` (a NumPy matrix product, or another variant).
-    fn validate_sgemm(&self, variant: &VariantSpec) -> Result<(), LabError> {
-        let is_buffer = |arg: &String| self.buffer(arg).is_some();
-        let fits = variant.args.len() == 6
-            && variant.args[..3].iter().all(is_buffer)
-            && !variant.args[3..].iter().any(is_buffer);
-        if !fits {
+    /// [`Self::validate_builtin`] against a descriptor (a test's stand-in peer has one of its
+    /// own).
+    pub fn validate_builtin_as(
+        &self,
+        variant: &VariantSpec,
+        descriptor: &Descriptor,
+    ) -> Result<(), LabError> {
+        let name = descriptor.name;
+        if !descriptor
+            .args
+            .fits(&variant.args, |arg| self.buffer(arg).is_some())
+        {
             return Err(self.variant_error(
                 variant,
                 format!(
-                    "builtin library_sgemm (variant `{}`) takes `args = [c, a, b, m, n, k]`: three \
-                     buffers, then the sizes of c = a · b (a is m × k, b is k × n)",
-                    variant.name
+                    "builtin {name} (variant `{}`) takes {}",
+                    variant.name,
+                    descriptor.args.words()
                 ),
             ));
         }
-        self.validate_args(&variant.args[3..], &self.env(Some(variant)))
+        let check = self.check_for(variant).as_builtin();
+        let refusal = match descriptor.accepts {
+            Accepts::Copy if !matches!(check, Some(BuiltinCheck::Copy { .. })) => {
+                Some("copies: its check must be `reference = \"copy\"`".to_string())
+            }
+            Accepts::Transpose if !matches!(check, Some(BuiltinCheck::Transpose { .. })) => {
+                Some("needs a transpose check, which gives the matrix's shape".to_string())
+            }
+            _ => None,
+        };
+        if let Some(refusal) = refusal {
+            return Err(self.variant_error(
+                variant,
+                format!("builtin {name} (variant `{}`) {refusal}", variant.name),
+            ));
+        }
+        let sizes: Vec<String> = variant
+            .args
+            .iter()
+            .filter(|arg| self.buffer(arg).is_none())
+            .cloned()
+            .collect();
+        self.validate_args(&sizes, &self.env(Some(variant)))
     }
 
     /// A builtin is launched by the runner or its library: a launch shape, defines or a
@@ -1412,16 +1409,17 @@ impl LabSpec {
 
     /// `script` is given exactly when the builtin is python_transpose.
     fn validate_script(&self, variant: &VariantSpec) -> Result<(), LabError> {
-        match (variant.builtin, &variant.script) {
-            (Some(Builtin::PythonTranspose), None) => Err(self.variant_error(
+        let wants_script = variant.builtin.is_some_and(|b| b.descriptor().script);
+        match (wants_script, &variant.script) {
+            (true, None) => Err(self.variant_error(
                 variant,
                 format!(
                     "variant `{}`: python_transpose needs `script = \"NAME\"`, a ```python kernel=NAME block",
                     variant.name
                 ),
             )),
-            (Some(Builtin::PythonTranspose), Some(_)) | (_, None) => Ok(()),
-            (_, Some(_)) => Err(self.variant_error(
+            (true, Some(_)) | (false, None) => Ok(()),
+            (false, Some(_)) => Err(self.variant_error(
                 variant,
                 format!(
                     "variant `{}`: `script` goes with builtin = \"python_transpose\"",
@@ -1748,6 +1746,28 @@ mod tests {
             Some(BytesMoved::Expr(bytes)) => assert_eq!(bytes.eval(&lab.params), Ok(8192)),
             other => panic!("the lab's bytes, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_plot_names_one_model_or_several() {
+        let plot = |model: &str| {
+            let text = COPY.replace(
+                "[params]",
+                &format!("[plot]\nx_label = \"x\"\nmodel = {model}\n\n[params]"),
+            );
+            parse(&text).map(|lab| lab.plot.map(|p| p.models))
+        };
+        assert_eq!(
+            plot("\"inverse_degree\"").expect("one"),
+            Some(vec![Model::InverseDegree])
+        );
+        assert_eq!(
+            plot("[\"sector_strided_copy\", \"l2_fill_strided_copy\"]").expect("two"),
+            Some(vec![Model::SectorStridedCopy, Model::L2FillStridedCopy])
+        );
+        assert!(plot("\"no_such_model\"").is_err());
+        assert_eq!(Model::InverseDegree.share(4.0), 0.25);
+        assert_eq!(Model::L2FillStridedCopy.scaled_to(), ModelScale::Ceiling);
     }
 
     #[test]
@@ -2193,6 +2213,13 @@ min_speedup = 2.0
             }
         );
         assert_eq!(lab.exercise.as_ref().map(|e| e.min_speedup), Some(2.0));
+        let small = parse(&SWEEP.replace(
+            "min_speedup = 2.0",
+            "min_speedup = 2.0\nsanitize_params = { n = 4096 }",
+        ))
+        .expect("valid");
+        let sizes = small.exercise.map(|e| e.sanitize_params);
+        assert_eq!(sizes, Some([("n".to_string(), 4096)].into()));
     }
 
     #[test]
@@ -2217,6 +2244,13 @@ min_speedup = 2.0
             (
                 SWEEP.replace("min_speedup = 2.0", "min_speedup = -1.0"),
                 "must be a positive number",
+            ),
+            (
+                SWEEP.replace(
+                    "min_speedup = 2.0",
+                    "min_speedup = 2.0\nsanitize_params = { m = 4096 }",
+                ),
+                "sanitize_params names `m`, which is not a parameter of lab",
             ),
             (
                 SWEEP.replace("[work]\ncount = \"n * 2\"\nunit = \"FLOP\"\n", ""),

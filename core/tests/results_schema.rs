@@ -145,3 +145,46 @@ fn a_pipelined_rows_timeline_holds_to_the_schema() {
     bad["variants"][0]["timeline"]["spans"][0]["part"] = "copy".into();
     assert!(check(&schemas, index, "an unknown part", &bad).is_err());
 }
+
+#[test]
+fn a_rows_l2_controls_and_the_l2_hit_rate_hold_to_the_schema() {
+    use kernelbook_core::results::{L2Result, L2Settings, L2Window};
+    let (schemas, index) = compiled();
+    let (_, text) = support::recordings()
+        .into_iter()
+        .find(|(name, _)| name == "bank_strides")
+        .expect("the bank_strides recording");
+    let mut results = LabResults::from_json(&text).expect("valid");
+    let settings = |fetch: u64, persisting: u64, ratio: f64| L2Settings {
+        fetch_granularity_bytes: Some(fetch),
+        persisting_bytes: Some(persisting),
+        window: Some(L2Window {
+            buffer: "hot".into(),
+            bytes: 1 << 20,
+            hit_ratio: ratio,
+        }),
+    };
+    results.variants[0].l2 = Some(L2Result {
+        before: L2Settings {
+            fetch_granularity_bytes: Some(64),
+            persisting_bytes: Some(0),
+            window: None,
+        },
+        requested: settings(32, 1 << 25, 0.5),
+        reported: settings(32, 1 << 24, 0.5),
+        max_persisting_bytes: Some(1 << 24),
+        max_window_bytes: Some(1 << 27),
+    });
+    if let Some(profile) = results.profile.as_mut()
+        && let Some(kernel) = profile.kernels.first_mut()
+    {
+        kernel.counters.l2_hit_rate_pct = Some(87.5);
+    }
+    let value: Value = serde_json::from_str(&results.to_json()).expect("JSON");
+    check(&schemas, index, "with l2", &value).unwrap_or_else(|e| panic!("{e}"));
+    let back = LabResults::from_json(&results.to_json()).expect("reads back");
+    assert_eq!(back.variants[0].l2, results.variants[0].l2);
+    let mut bad = value;
+    bad["variants"][0]["l2"]["reported"]["window"]["hit_ratio"] = 1.5.into();
+    assert!(check(&schemas, index, "a hit ratio above 1", &bad).is_err());
+}

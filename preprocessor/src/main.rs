@@ -61,7 +61,7 @@ fn notice(text: &str) {
 
 fn main() -> ExitCode {
     // SAFETY: first thing in main, before any thread exists.
-    unsafe { kernelbook_runner::backend::cuda::disable_compute_cache() };
+    unsafe { kernelbook_runner::backend::set_up_process() };
     let args: Vec<String> = std::env::args_os()
         .skip(1)
         .map(|arg| arg.to_string_lossy().into_owned())

@@ -627,7 +627,7 @@ fn result_notes(
     [
         changed_params_note(lab, results),
         peers_note(lab, results),
-        sampled_check_note(lab, results),
+        sampled_check_note(results),
         checks_note(figures),
         noisy_note(rows),
     ]
@@ -678,24 +678,28 @@ fn peers_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
     })
 }
 
-/// A check that compares only every n-th element says so, and why.
-fn sampled_check_note(lab: &LabSpec, results: &LabResults) -> Option<String> {
-    let stride = lab
+/// A check that compares only every n-th element says so, and why: the stride the plan wrote
+/// into the results (a built-in CPU reference's own sample, or a lab's `compare.every`).
+fn sampled_check_note(results: &LabResults) -> Option<String> {
+    let (stride, checked) = results
         .variants
         .iter()
         .filter_map(|v| {
-            lab.check_for(v)
-                .as_builtin()?
-                .sample_stride(&results.params)
-                .ok()
+            let words = v.checked.as_deref();
+            Some((figures::sample_stride(words)?, Checked::of(words)))
         })
-        .max()
-        .filter(|stride| *stride > 1)?;
-    Some(format!(
-        "This lab's check compares every {stride}th output element with the CPU's (about {} in all, spread over the whole output): \
-         recomputing every element would cost the CPU as much arithmetic as the kernel does.",
-        kernelbook_core::spec::SAMPLED_ELEMENTS
-    ))
+        .max_by_key(|(stride, _)| *stride)?;
+    Some(if checked == Checked::CpuReference {
+        format!(
+            "This lab's check compares every {stride}th output element with the CPU's (about {} in all, spread over the whole output): \
+             recomputing every element would cost the CPU as much arithmetic as the kernel does.",
+            kernelbook_core::spec::SAMPLED_ELEMENTS
+        )
+    } else {
+        format!(
+            "This lab's check compares every {stride}th output element with its reference's (the lab's `compare.every`)."
+        )
+    })
 }
 
 /// How the rows were checked, where the results say so and it is more than one built-in CPU

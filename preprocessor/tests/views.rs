@@ -176,6 +176,36 @@ fn compute_labs_say_their_check_is_sampled() {
     assert!(!view.notes.iter().any(|n| n.contains("compares every")));
 }
 
+/// The note's stride is the one the plan wrote into the results, so a lab whose check samples
+/// through `compare.every` says so too, and a built-in reference's sample keeps its sentence.
+#[test]
+fn the_sampled_note_takes_the_stride_the_plan_wrote() {
+    let (_, _, view) = recorded("register_pressure");
+    assert!(
+        view.notes
+            .iter()
+            .any(|n| n.contains("every 257th output element with the CPU's (about")),
+        "{:?}",
+        view.notes
+    );
+    let (lab, mut results, _) = recorded("transpose");
+    let row = results.variants.get_mut(1).expect("a row");
+    row.checked = Some("within 4 ulps against the NumPy reference `t`, every 7th element".into());
+    let outcome = LabOutcome::Recorded {
+        results,
+        why: "test".into(),
+        stale_kernels: Vec::new(),
+        compile_errors: Vec::new(),
+    };
+    let view = lab_view(&lab, &outcome);
+    assert!(
+        view.notes.iter().any(|n| n
+            == "This lab's check compares every 7th output element with its reference's (the lab's `compare.every`)."),
+        "{:?}",
+        view.notes
+    );
+}
+
 #[test]
 fn a_recording_missing_a_variant_shows_it_as_not_recorded_never_a_ghost() {
     let lab = LabSpec::load(&repo().join("labs/transpose.toml")).expect("lab");

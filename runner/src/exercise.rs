@@ -50,54 +50,14 @@ pub fn learner_kernel_key(starter_kernel: &str) -> String {
     format!("{LEARNER_VARIANT}:{starter_kernel}")
 }
 
-/// A copy of `lab` with the learner's variant inserted right after `starter` (so the two are
-/// timed back to back): the starter's launch in every respect, running the kernel at
-/// `kernel_key`.
-pub fn with_learner_variant(
-    lab: &LabSpec,
-    starter: &str,
-    kernel_key: &str,
-) -> Result<LabSpec, LearnerError> {
-    let position = lab
-        .variants
-        .iter()
-        .position(|v| v.name == starter)
-        .ok_or_else(|| LearnerError::NoStarter {
-            lab: lab.name.clone(),
-            starter: starter.to_string(),
-        })?;
-    if lab.variant(LEARNER_VARIANT).is_some() {
-        return Err(LearnerError::NameTaken {
-            lab: lab.name.clone(),
-            name: LEARNER_VARIANT.to_string(),
-        });
-    }
-    let mut learner = lab.variants[position].clone();
-    let Some(kernel) = &mut learner.kernel else {
-        return Err(LearnerError::BuiltinStarter {
-            lab: lab.name.clone(),
-            starter: starter.to_string(),
-        });
-    };
-    // Only the value changes: the span still points at the starter's `kernel = ...` line, the
-    // lab line to look at.
-    *kernel.get_mut() = kernel_key.to_string();
-    learner.name = LEARNER_VARIANT.to_string();
-    learner.label = Some("your kernel".to_string());
-    let mut lab = lab.clone();
-    lab.variants.insert(position + 1, learner);
-    Ok(lab)
-}
-
-/// Everything one check measures: the lab with the learner's variant, the kernels with the
-/// learner's source, and which variants to measure.
+/// Everything one check measures: the book's lab, the kernels with the learner's source, and
+/// which variants to measure. The learner's variant is added to the lab's compiled plan
+/// ([`CheckPlan::learner_plan`]), never to its spec.
 #[derive(Debug, Clone)]
 pub struct CheckPlan {
     pub spec: ExerciseSpec,
     /// The lab as the book defines it.
     pub book_lab: LabSpec,
-    /// The lab with the learner's variant, for the report's rows.
-    pub lab: LabSpec,
     pub kernels: BTreeMap<String, KernelSource>,
     pub learner: LearnerVariant,
 }
@@ -129,7 +89,6 @@ impl CheckPlan {
             return Err(ExerciseError::KernelMissing(starter_kernel.to_string()));
         }
         let kernel_key = learner_kernel_key(starter_kernel);
-        let learner_lab = with_learner_variant(lab, &spec.starter, &kernel_key)?;
         let mut kernels = kernels.clone();
         kernels.insert(
             kernel_key.clone(),
@@ -151,7 +110,6 @@ impl CheckPlan {
             },
             spec,
             book_lab: lab.clone(),
-            lab: learner_lab,
             kernels,
         })
     }
@@ -567,6 +525,7 @@ mod tests {
     use crate::backend::Device;
     use crate::backend::fake::{FakeCompiler, FakeDevice};
     use crate::engine::{Quiet, RunOptions, run};
+    use crate::plan::OpPlan;
     use kernelbook_core::results::{KernelResources, LaunchShape};
     use kernelbook_core::stats::Summary;
 
@@ -579,6 +538,7 @@ mod tests {
             hint: None,
             baseline: Baseline::Starter,
             sanitize: false,
+            sanitize_params: Default::default(),
         }
     }
 
@@ -1031,26 +991,52 @@ mod tests {
 
     #[test]
     fn the_learner_variant_is_the_starters_launch_running_another_kernel() {
-        let lab = lab();
-        let with = with_learner_variant(&lab, "starter", "yours:copy_chunked").expect("added");
-        let names: Vec<&str> = with.variants.iter().map(|v| v.name.as_str()).collect();
+        let source =
+            "extern \"C\" __global__ void copy_chunked(float *d, const float *s, int n) {}\n";
+        let check =
+            CheckPlan::new(&lab(), &book_kernels(), source, Path::new("x.cu")).expect("a check");
+        let device = FakeDevice::new();
+        let book_plan = crate::plan::compile(
+            &check.book_lab,
+            &check.kernels,
+            &crate::plan::Target::of(device.info()),
+            &Default::default(),
+        )
+        .expect("a lab plan");
+        let plan = check.learner_plan(&book_plan).expect("the learner's plan");
+        let names: Vec<&str> = plan.variants.iter().map(|v| v.name.as_str()).collect();
         assert_eq!(names, ["starter", LEARNER_VARIANT, "solution"]);
-        let (starter, learner) = (&with.variants[0], &with.variants[1]);
-        assert_eq!(learner.kernel_name(), Some("yours:copy_chunked"));
-        assert_eq!(learner.label(), "your kernel");
+        let (starter, learner) = (&plan.variants[0], &plan.variants[1]);
+        let (OpPlan::Kernel(starter_op), OpPlan::Kernel(learner_op)) = (&starter.op, &learner.op)
+        else {
+            panic!("kernel variants: {plan:?}");
+        };
+        let build = &plan.builds[learner_op.main.build];
+        assert_eq!(build.key, "yours:copy_chunked");
+        assert_eq!(build.source.source, source);
+        assert_eq!(build.flags, plan.builds[starter_op.main.build].flags);
         assert_eq!(
-            (&learner.grid, &learner.block, &learner.args),
-            (&starter.grid, &starter.block, &starter.args)
+            (
+                learner_op.main.grid,
+                learner_op.main.block,
+                &learner_op.main.args
+            ),
+            (
+                starter_op.main.grid,
+                starter_op.main.block,
+                &starter_op.main.args
+            )
         );
-        assert_eq!(with.check_for(learner), with.check_for(starter));
-        // The learner's kernel is listed at the starter's line of the lab file.
-        let refs = with.kernel_refs();
-        assert_eq!(refs[1].0, "yours:copy_chunked");
-        assert_eq!(refs[1].1, refs[0].1);
+        assert_eq!(learner.check, starter.check);
 
-        let err = with_learner_variant(&lab, "nope", "k").expect_err("no such starter");
+        let kernel = build.source.clone();
+        let err = book_plan
+            .with_learner_kernel("nope", LEARNER_VARIANT, "k", kernel.clone())
+            .expect_err("no such starter");
         assert_eq!(err.to_string(), "lab `coalesce` has no variant `nope`");
-        let err = with_learner_variant(&with, "starter", "k").expect_err("taken");
+        let err = plan
+            .with_learner_kernel("starter", LEARNER_VARIANT, "k", kernel)
+            .expect_err("taken");
         assert!(
             err.to_string().contains("already has a variant `yours`"),
             "{err}"

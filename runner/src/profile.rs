@@ -57,6 +57,10 @@ pub const WAVES_PER_SM: &str = "launch__waves_per_multiprocessor";
 /// DRAM throughput as a share of its peak over the kernel's time.
 pub const DRAM_THROUGHPUT_PCT: &str = "dram__throughput.avg.pct_of_peak_sustained_elapsed";
 
+/// The L2's hit rate over every sector looked up (reads and writes, from the L1 and from
+/// elsewhere): whether a buffer stayed in the L2 (the L2-control lab's window).
+pub const L2_HIT_RATE: &str = "lts__t_sector_hit_rate.pct";
+
 /// The bytes in one L1/L2 sector.
 pub const SECTOR_BYTES: f64 = 32.0;
 
@@ -175,6 +179,12 @@ pub const METRICS: &[Metric] = &[
         name: DRAM_THROUGHPUT_PCT,
         label: "DRAM throughput",
         unit: "% of peak",
+        optional: true,
+    },
+    Metric {
+        name: L2_HIT_RATE,
+        label: "L2 sector hit rate",
+        unit: "%",
         optional: true,
     },
     Metric {
@@ -373,6 +383,7 @@ pub fn summarize(counters: &KernelCounters) -> KernelProfile {
         warp_instructions: get(WARP_INSTRUCTIONS),
         waves_per_sm: get(WAVES_PER_SM),
         dram_throughput_pct: get(DRAM_THROUGHPUT_PCT),
+        l2_hit_rate_pct: get(L2_HIT_RATE),
     }
 }
 

@@ -5,8 +5,7 @@
 //! the runner compiles each into a plan, serves what the cache holds, and gives the rest to the
 //! [`Supervisor`], which decides the order and the processes.
 
-use crate::backend::cuda::Nvrtc;
-use crate::backend::{self, BackendChoice};
+use crate::backend::{self, BackendChoice, CompileError, CompileRequest, Compiler};
 use crate::counters::{self, Counters, CountersJob, CountersPolicy};
 use crate::engine::Progress;
 use crate::exercise::{CheckPlan, LEARNER_VARIANT, Verdict};
@@ -66,8 +65,9 @@ pub enum LabOutcome {
         why: String,
         /// Kernels edited since the recording: their rows show older code's numbers.
         stale_kernels: Vec<String>,
-        /// Edited kernels that no longer compile (checked with NVRTC when it is present, even
-        /// without a GPU), with the compiler's message in markdown coordinates.
+        /// Edited kernels that no longer compile (each build of the lab's plan, checked with
+        /// the backend's compiler when it is present, even without a GPU), with the compiler's
+        /// message in markdown coordinates.
         compile_errors: Vec<KernelProblem>,
     },
     /// Neither live nor recorded results exist.
@@ -244,6 +244,22 @@ impl Runner {
                 None => supervisor,
             }
         })
+    }
+
+    /// The plan `request`'s lab compiles to for `device` (what a measurement on it ran): e.g.
+    /// which variants it marks unsupported there.
+    pub fn plan_for(
+        &self,
+        request: &LabRequest<'_>,
+        device: &kernelbook_core::results::DeviceInfo,
+    ) -> Result<LabPlan, RunError> {
+        plan::compile(
+            request.lab,
+            request.kernels,
+            &Target::of(device),
+            &self.config.measurement,
+        )
+        .map_err(RunError::Plan)
     }
 
     /// Compiles `lab` for the device live results would come from.
@@ -716,20 +732,24 @@ impl Runner {
         };
         let plan = check
             .learner_plan(&self.plan(&request, &found)?)
-            .map_err(|err| RunError::lab(&check.lab.name, err.to_string()))?;
-        progress.stage(&format!("exercise `{}`: measuring", check.lab.name));
+            .map_err(|err| RunError::lab(&check.book_lab.name, err.to_string()))?;
+        progress.stage(&format!("exercise `{}`: measuring", check.book_lab.name));
         let results = self.supervisor(&found).measure(&plan, progress)?;
         let verdict = check
             .verdict(&results)
-            .map_err(|err| RunError::lab(&check.lab.name, err.to_string()))?;
+            .map_err(|err| RunError::lab(&check.book_lab.name, err.to_string()))?;
         let failure = results
             .variant(LEARNER_VARIANT)
             .and_then(|learner| Failure::of(&learner.outcome))
             .filter(|_| verdict.is_graded())
             .or((check.spec.sanitize && verdict.is_pass()).then_some(Failure::Passed));
+        let small = failure
+            .map(|_| self.sanitizer_plan(check, &found))
+            .transpose()?
+            .flatten();
         let sanitizer = failure.map(|failure| {
             self.supervisor(&found).sanitize(
-                &plan,
+                small.as_ref().unwrap_or(&plan),
                 results.provenance.input_seed,
                 LEARNER_VARIANT,
                 failure,
@@ -755,20 +775,40 @@ impl Runner {
         })
     }
 
+    /// The learner's plan at the exercise's `sanitize_params` sizes, for the sanitizer's runs;
+    /// `None` where it names none (the measured plan's sizes serve).
+    fn sanitizer_plan(
+        &self,
+        check: &CheckPlan,
+        found: &Found,
+    ) -> Result<Option<LabPlan>, RunError> {
+        if check.spec.sanitize_params.is_empty() {
+            return Ok(None);
+        }
+        let lab_error = |err: String| RunError::lab(&check.book_lab.name, err);
+        let small = check
+            .book_lab
+            .with_params(&check.spec.sanitize_params)
+            .map_err(|err| lab_error(err.to_string()))?;
+        let request = LabRequest {
+            lab: &small,
+            kernels: &check.kernels,
+        };
+        let plan = self.plan(&request, found)?;
+        check
+            .learner_plan(&plan)
+            .map(Some)
+            .map_err(|err| lab_error(err.to_string()))
+    }
+
     /// The lab's recorded results, shown because of `why` (or why there are none).
     pub fn recorded_outcome(&self, request: &LabRequest<'_>, why: String) -> LabOutcome {
         let lab = request.lab;
         match self.recorded.get(lab) {
             Ok(Some(results)) => {
                 let stale_kernels = store::stale_kernels(&results, request.kernels);
-                let arch = results.provenance.device.arch.clone();
                 LabOutcome::Recorded {
-                    compile_errors: compile_check(
-                        &stale_kernels,
-                        request.kernels,
-                        &arch,
-                        &lab.compile_flags,
-                    ),
+                    compile_errors: self.compile_check(request, &results, &stale_kernels),
                     stale_kernels,
                     results,
                     why,
@@ -792,6 +832,30 @@ impl Runner {
         }
     }
 
+    /// Compiles the kernels edited since `recorded`, so that an author without a GPU still
+    /// learns when an edit broke one: the lab's plan for the recording's device, each of its
+    /// builds of an edited kernel (with that build's definitions), through the compiler of the
+    /// chosen backend (with `Auto`, of the recording's). Quietly does nothing without that
+    /// compiler, or where the lab does not plan (its error is reported on its own).
+    fn compile_check(
+        &self,
+        request: &LabRequest<'_>,
+        recorded: &LabResults,
+        stale: &[String],
+    ) -> Vec<KernelProblem> {
+        if stale.is_empty() {
+            return Vec::new();
+        }
+        let device = &recorded.provenance.device;
+        let Ok(compiler) = self.config.backend.or_of(device).compiler() else {
+            return Vec::new();
+        };
+        match self.plan_for(request, device) {
+            Ok(plan) => compile_builds(&plan, stale, compiler.as_ref()),
+            Err(_) => Vec::new(),
+        }
+    }
+
     fn tell_unavailable(&self, why: &str) {
         if !self.told_unavailable.swap(true, Ordering::Relaxed) {
             (self.notify)(&format!(
@@ -806,46 +870,42 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Compiles the kernels edited since their recording, so that an author without a GPU still
-/// learns when an edit broke one. Quietly does nothing without NVRTC.
-fn compile_check(
-    names: &[String],
-    kernels: &BTreeMap<String, KernelSource>,
-    arch: &str,
-    flags: &[String],
-) -> Vec<KernelProblem> {
-    if names.is_empty() {
-        return Vec::new();
+/// Compiles `plan`'s builds of the kernels named in `stale` for the plan's target: the first
+/// problem of each kernel (one of its builds failing is enough to say it is broken).
+fn compile_builds(plan: &LabPlan, stale: &[String], compiler: &dyn Compiler) -> Vec<KernelProblem> {
+    let mut problems: Vec<KernelProblem> = Vec::new();
+    let edited = plan.builds.iter().filter(|build| {
+        stale.contains(&build.source.name)
+            // Python blocks are run, not compiled: nothing to check without a GPU.
+            && !matches!(
+                build.source.language,
+                kernelbook_core::Language::Python | kernelbook_core::Language::PythonReference
+            )
+    });
+    for build in edited {
+        let kernel = &build.source;
+        if problems.iter().any(|p| p.kernel == kernel.name) {
+            continue;
+        }
+        let request = CompileRequest {
+            name: &kernel.name,
+            source: &kernel.source,
+            arch: &plan.target.arch,
+            flags: &build.flags,
+        };
+        let message = match compiler.compile(&request) {
+            Ok(_) => continue,
+            Err(CompileError::Rejected { log, .. }) => {
+                crate::diagnostics::map_compile_log(&log, kernel)
+            }
+            Err(CompileError::Compiler(message)) => message,
+        };
+        problems.push(KernelProblem {
+            kernel: kernel.name.clone(),
+            message,
+        });
     }
-    let Ok(nvrtc) = Nvrtc::load() else {
-        return Vec::new();
-    };
-    names
-        .iter()
-        .filter_map(|name| kernels.get(name))
-        // Python blocks are run, not compiled: nothing to check without a GPU.
-        .filter(|kernel| kernel.language == kernelbook_core::Language::Cuda)
-        .filter_map(|kernel| {
-            use crate::backend::{CompileError, CompileRequest, Compiler};
-            let request = CompileRequest {
-                name: &kernel.name,
-                source: &kernel.source,
-                arch,
-                flags,
-            };
-            let message = match nvrtc.compile(&request) {
-                Ok(_) => return None,
-                Err(CompileError::Rejected { log, .. }) => {
-                    crate::diagnostics::map_compile_log(&log, kernel)
-                }
-                Err(CompileError::Compiler(message)) => message,
-            };
-            Some(KernelProblem {
-                kernel: kernel.name.clone(),
-                message,
-            })
-        })
-        .collect()
+    problems
 }
 
 #[cfg(test)]
@@ -901,5 +961,99 @@ mod tests {
             err.to_string().contains("copy_tile, transpose_naive, transpose_tiled, transpose_padded changed since the recording"),
             "{err}"
         );
+    }
+
+    /// Compiles as NVRTC would a kernel that needs `WIDTH` defined and rejects `WIDTH = 4`,
+    /// keeping every request's options.
+    #[derive(Default)]
+    struct NeedsWidth(Mutex<Vec<Vec<String>>>);
+
+    impl Compiler for NeedsWidth {
+        fn version(&self) -> String {
+            "stand-in".into()
+        }
+        fn compile(
+            &self,
+            request: &CompileRequest<'_>,
+        ) -> Result<crate::backend::CompiledKernel, CompileError> {
+            lock(&self.0).push(request.flags.to_vec());
+            let defines = |value: &str| request.flags.iter().any(|f| f.ends_with(value));
+            let log = match (defines("WIDTH=1"), defines("WIDTH=4")) {
+                (true, _) => return crate::backend::fake::FakeCompiler.compile(request),
+                (_, true) => format!("{}.cu(3): error: WIDTH = 4 is not supported", request.name),
+                _ => format!("{}.cu(1): error: WIDTH is undefined", request.name),
+            };
+            Err(CompileError::Rejected {
+                log,
+                options: request.flags.to_vec(),
+            })
+        }
+    }
+
+    /// The stale-kernel check compiles the plan's builds, each with its variant's definitions:
+    /// a kernel that compiles with one variant's `defines` and not with another's is reported,
+    /// at the chapter's line; one unchanged since the recording is not compiled at all.
+    #[test]
+    fn the_stale_check_compiles_each_build_with_its_variants_defines() {
+        let copy = include_str!("../../labs/fixtures/copy.toml");
+        let memcpy =
+            "[[variants]]\nname = \"memcpy\"\nbuiltin = \"memcpy\"\nargs = [\"dst\", \"src\"]\n\n";
+        let text = copy
+            .replace(memcpy, "")
+            .replace("ceiling = \"memcpy\"\n", "")
+            + "defines = { WIDTH = \"1\" }\n\n[[variants]]\nname = \"wide\"\nkernel = \"copy_scalar\"\n\
+               grid = [\"n / 256\"]\nblock = [256]\nargs = [\"dst\", \"src\", \"n\"]\n\
+               defines = { WIDTH = \"4\" }\n";
+        let lab = LabSpec::parse(&text, Path::new("labs/copy.toml")).expect("the lab");
+        let kernel = KernelSource {
+            name: "copy_scalar".into(),
+            source: "extern \"C\" __global__ void copy_scalar() {}\n".into(),
+            origin: kernelbook_core::SourceLocation {
+                file: "chapter.md".into(),
+                line: 10,
+            },
+            language: Default::default(),
+        };
+        let kernels = BTreeMap::from([("copy_scalar".to_string(), kernel)]);
+        let device = crate::plan::tests::h200();
+        let plan = plan::compile(
+            &lab,
+            &kernels,
+            &Target::of(&device),
+            &Measurement::default(),
+        )
+        .expect("a plan");
+        let compiler = NeedsWidth::default();
+        let problems = compile_builds(&plan, &["copy_scalar".into()], &compiler);
+        let seen = lock(&compiler.0).clone();
+        assert_eq!(seen.len(), 2, "one compile per build: {seen:?}");
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].kernel, "copy_scalar");
+        assert!(
+            problems[0].message.contains("WIDTH = 4 is not supported"),
+            "{}",
+            problems[0].message
+        );
+        assert!(
+            problems[0].message.contains("chapter.md"),
+            "{}",
+            problems[0].message
+        );
+        assert!(compile_builds(&plan, &["other".into()], &compiler).is_empty());
+        assert_eq!(
+            lock(&compiler.0).len(),
+            2,
+            "an unchanged kernel is not compiled"
+        );
+    }
+
+    /// `Auto` checks a recording with its own vendor's compiler; a named backend with its own.
+    #[test]
+    fn the_stale_check_uses_the_chosen_or_the_recordings_backend() {
+        let mut device = crate::plan::tests::h200();
+        assert_eq!(BackendChoice::Auto.or_of(&device), BackendChoice::Cuda);
+        device.backend = "hip".into();
+        assert_eq!(BackendChoice::Auto.or_of(&device), BackendChoice::Hip);
+        assert_eq!(BackendChoice::Fake.or_of(&device), BackendChoice::Fake);
     }
 }

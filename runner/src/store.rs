@@ -274,6 +274,7 @@ mod tests {
             params: None,
             sampling_seconds: None,
             timeline: None,
+            l2: None,
         }
     }
 

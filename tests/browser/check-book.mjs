@@ -129,10 +129,10 @@ function diagramProblems(figure) {
     let model = {};
     if (figure.kind === 'warp-access') {
       const sectors = `${d.sectors} sector${d.sectors === '1' ? '' : 's'}`;
-      for (const fragment of [sectors, `${d.sectorBytes} B fetched`, `in ${d.lines} line`, `${d.usedBytes} B used`,
+      for (const fragment of [sectors, `${d.sectorBytes} B ${d.moved}`, `in ${d.lines} line`, `${d.usedBytes} B used`,
         `${d.sectorEfficiency} % of the sectors`, `${d.lineEfficiency} % of the lines`]) expect(panel.numbers, fragment, 'the sentence beside it');
-      for (const fragment of [sectors, `${d.usedBytes} B used of ${d.sectorBytes} B fetched (${d.sectorEfficiency} %)`]) expect(panel.svgText, fragment, 'the drawing');
-      if (String(panel.fetched) !== d.sectors) say(`${where}: ${panel.fetched} sectors drawn fetched, ${d.sectors} counted`);
+      for (const fragment of [sectors, `${d.usedBytes} B used of ${d.sectorBytes} B ${d.moved} (${d.sectorEfficiency} %)`]) expect(panel.svgText, fragment, 'the drawing');
+      if (String(panel.fetched) !== d.sectors) say(`${where}: ${panel.fetched} sectors drawn ${d.moved}, ${d.sectors} counted`);
       const efficiency = (100 * Number(d.usedBytes)) / Number(d.sectorBytes);
       if (Math.abs(efficiency - Number(d.sectorEfficiency)) > 0.01) say(`${where}: ${d.usedBytes} of ${d.sectorBytes} B is not ${d.sectorEfficiency} %`);
       model = { 'sectors-per-request': d.sectors };

@@ -6,6 +6,7 @@
 //! Exit status: 0 on PASS, 1 on FAIL, 2 when nothing could be graded (an unknown exercise, an
 //! unreadable file, no GPU, a broken starter).
 
+use super::check_report::{CheckReport, sanitizer_lines};
 use crate::output::{self, say};
 use crate::progress::Spinner;
 use crate::project::{Context, Project};
@@ -17,7 +18,7 @@ use kernelbook_core::results::{FailureStage, LabResults, Outcome, VariantResult}
 use kernelbook_core::spec::LabSpec;
 use kernelbook_core::terminal;
 use kernelbook_runner::exercise::{CheckPlan, LEARNER_VARIANT};
-use kernelbook_runner::{CheckedExercise, Mode, RunError};
+use kernelbook_runner::{Mode, RunError};
 use mdbook_kernelbook::render::{format_ms, format_params};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,10 @@ pub struct Args {
     /// Your kernel. Defaults to exercises/EXERCISE.cu under the book's root, which is created
     /// with the starter kernel when it does not exist yet.
     file: Option<PathBuf>,
+    /// Print the report as JSON (the verdict, the table's rows, the compiler's errors and the
+    /// sanitizer's findings at lines of your file) instead of the table.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
@@ -83,14 +88,11 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
     let mut spinner = Spinner::new();
     let checked = runner.check_exercise(&plan, &mut spinner);
     spinner.finish();
-    let CheckedExercise {
-        results,
-        verdict,
-        sanitizer,
-    } = checked.map_err(|err| match err {
+    let checked = checked.map_err(|err| match err {
         RunError::Unavailable(why) => anyhow!("cannot check `{name}` on this machine: {why}"),
         other => anyhow!(other),
     })?;
+    let verdict = &checked.verdict;
     let code = if verdict.is_pass() {
         ExitCode::SUCCESS
     } else if verdict.is_graded() {
@@ -99,13 +101,23 @@ fn check(ctx: &Context, args: &Args) -> anyhow::Result<ExitCode> {
         ExitCode::from(NOT_GRADED)
     };
     let out = &mut output::stdout();
-    let why = sanitizer.map(|found| found.lines().join("\n"));
-    let printed = write!(out, "{}", terminal::safe(&report(&lab, &results, &file)))
+    let printed = if args.json {
+        let report = CheckReport::new(&lab, &checked, &file);
+        let text = serde_json::to_string_pretty(&report).context("cannot write the report")?;
+        say!(out, "{text}")
+    } else {
+        let why = sanitizer_lines(&lab, &checked).join("\n");
+        write!(
+            out,
+            "{}",
+            terminal::safe(&report(&lab, &checked.results, &file))
+        )
         .and_then(|()| say!(out, "{verdict}"))
-        .and_then(|()| match &why {
-            Some(why) => say!(out, "{}", terminal::safe(why)),
-            None => Ok(()),
-        });
+        .and_then(|()| match why.is_empty() {
+            false => say!(out, "{}", terminal::safe(&why)),
+            true => Ok(()),
+        })
+    };
     // The grade stands when its report could not be read: the exit status is the grade.
     Ok(output::verdict(printed, code)?)
 }

@@ -2,6 +2,7 @@
 
 pub mod build;
 pub mod check;
+pub mod check_report;
 pub mod compile;
 pub mod diagrams;
 pub mod export;

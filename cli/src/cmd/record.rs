@@ -12,6 +12,7 @@ use kernelbook_core::exercise::Baseline;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::{LabResults, Outcome};
 use kernelbook_core::spec::LabSpec;
+use kernelbook_runner::plan::LabPlan;
 use kernelbook_runner::store::{Recorded, Recordings};
 use kernelbook_runner::{LabOutcome, LabRequest, Mode, RunError};
 use mdbook_kernelbook::render::lab_view;
@@ -87,7 +88,7 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
             Some(name) => root.folder(Some(name)),
             None => root.for_device(&gpu.info),
         };
-        let recordings = record_gpu(&labs, measured, &store, gpu, gpus.len() > 1)?;
+        let recordings = record_gpu(&requests, measured, &store, gpu, gpus.len() > 1)?;
         columns.push((gpu.label(), recordings));
     }
     if columns.len() > 1 {
@@ -125,7 +126,7 @@ fn check_folder_name(name: &str) -> anyhow::Result<()> {
 /// Records each lab `gpu` measured into `store` and prints its table, under the GPU's name
 /// where there are several.
 fn record_gpu(
-    labs: &[LabSpec],
+    requests: &[LabRequest<'_>],
     measured: Vec<Result<LabResults, RunError>>,
     store: &Recorded,
     gpu: &GpuRunner,
@@ -138,10 +139,16 @@ fn record_gpu(
     let mut recordings = Vec::new();
     // Every lab is recorded whatever happens to stdout; a write error is reported after.
     let mut output_error = None;
-    for (lab, measured) in labs.iter().zip(measured) {
-        let recording = match measured {
-            Ok(results) => {
-                let recording = record(store, lab, &results)?;
+    for (request, measured) in requests.iter().zip(measured) {
+        let lab = request.lab;
+        // What the measurement ran: the lab's plan for the GPU that measured it.
+        let planned = measured.and_then(|results| {
+            let plan = gpu.runner.plan_for(request, &results.provenance.device)?;
+            Ok((plan, results))
+        });
+        let recording = match planned {
+            Ok((plan, results)) => {
+                let recording = record(store, (lab, &plan), &results)?;
                 if let Err(err) = report(store, lab, &results, &recording) {
                     output_error.get_or_insert(err);
                 }
@@ -191,8 +198,12 @@ impl Recording {
 /// Records the lab's results if every variant was verified and timed (or needs an architecture
 /// this GPU is not: a fact about the GPU, kept in its recording) and the results pass the checks
 /// the book makes when it loads them.
-fn record(store: &Recorded, lab: &LabSpec, results: &LabResults) -> anyhow::Result<Recording> {
-    if !all_verified(lab, results) {
+fn record(
+    store: &Recorded,
+    (lab, plan): (&LabSpec, &LabPlan),
+    results: &LabResults,
+) -> anyhow::Result<Recording> {
+    if !all_verified(lab, plan, results) {
         return Ok(Recording::VariantFailed);
     }
     // A file the book would ignore on load is not written.
@@ -203,10 +214,10 @@ fn record(store: &Recorded, lab: &LabSpec, results: &LabResults) -> anyhow::Resu
     Ok(Recording::Recorded)
 }
 
-/// Whether every row was measured, or is one that `requires` an architecture and did not run,
-/// or is a drill's starter whose wrong result is the drill (an exercise timed against its
-/// solution: `baseline = "solution"`).
-fn all_verified(lab: &LabSpec, results: &LabResults) -> bool {
+/// Whether every row was measured, or is one its plan marked unsupported on this GPU (it
+/// `requires` an architecture) and did not run, or is a drill's starter whose wrong result is
+/// the drill (an exercise timed against its solution: `baseline = "solution"`).
+fn all_verified(lab: &LabSpec, plan: &LabPlan, results: &LabResults) -> bool {
     let wrong_on_purpose = |name: &str| {
         lab.exercise
             .as_ref()
@@ -214,10 +225,9 @@ fn all_verified(lab: &LabSpec, results: &LabResults) -> bool {
     };
     results.variants.iter().all(|v| match v.outcome {
         Outcome::Measured { .. } => true,
-        Outcome::Unavailable { .. } => lab
-            .variants
-            .iter()
-            .any(|spec| spec.name == v.name && spec.requires.is_some()),
+        Outcome::Unavailable { .. } => plan
+            .variant(&v.name)
+            .is_some_and(|planned| planned.unsupported.is_some()),
         Outcome::WrongResult { .. } => wrong_on_purpose(&v.name),
         Outcome::Failed { .. } => false,
     })
@@ -404,7 +414,29 @@ mod tests {
             .find_map(|gpu| std::fs::read_to_string(gpu.path().join("bandwidth.json")).ok())
             .expect("lab 1's recording");
         let mut results = LabResults::from_json(&text).expect("a results file");
-        assert!(all_verified(&lab, &results));
+        // The plan for a GPU before Hopper, which marks `copy_bulk` (sm_90) unsupported.
+        let kernels: std::collections::BTreeMap<String, kernelbook_core::KernelSource> = lab
+            .kernel_refs()
+            .into_iter()
+            .map(|(name, _)| {
+                let source = kernelbook_core::KernelSource {
+                    name: name.into(),
+                    source: format!("extern \"C\" __global__ void {name}() {{}}\n"),
+                    origin: kernelbook_core::SourceLocation {
+                        file: "chapter.md".into(),
+                        line: 1,
+                    },
+                    language: Default::default(),
+                };
+                (name.to_string(), source)
+            })
+            .collect();
+        let mut ampere = results.provenance.device.clone();
+        (ampere.arch, ampere.compute_capability) = ("sm_80".into(), (8, 0));
+        let target = kernelbook_runner::plan::Target::of(&ampere);
+        let plan = kernelbook_runner::plan::compile(&lab, &kernels, &target, &Default::default())
+            .expect("a plan");
+        assert!(all_verified(&lab, &plan, &results));
         let unavailable = Outcome::Unavailable {
             reason: "needs a Hopper-class GPU (compute capability 9.0)".into(),
         };
@@ -413,10 +445,13 @@ mod tests {
             row.expect("the row").outcome = unavailable.clone();
         };
         set(&mut results, "copy_bulk");
-        assert!(all_verified(&lab, &results), "copy_bulk requires sm_90");
+        assert!(
+            all_verified(&lab, &plan, &results),
+            "copy_bulk requires sm_90"
+        );
         set(&mut results, "copy_float4");
         assert!(
-            !all_verified(&lab, &results),
+            !all_verified(&lab, &plan, &results),
             "copy_float4 requires nothing"
         );
     }

@@ -5,7 +5,8 @@
 
 use super::App;
 use super::gpu::Job;
-use crate::cmd::check::{REPORT_HEADER, exercise_file, measured_on, report_rows, starter_kernel};
+use crate::cmd::check::{exercise_file, starter_kernel};
+pub use crate::cmd::check_report::CheckReport;
 use crate::output::notice;
 use crate::project::Project;
 use axum::Json;
@@ -14,10 +15,9 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use kernelbook_core::KernelSource;
 use kernelbook_core::spec::LabSpec;
-use kernelbook_runner::exercise::{CheckPlan, Verdict};
-use kernelbook_runner::sanitizer::Verdict as SanitizerVerdict;
-use kernelbook_runner::{CheckedExercise, RunError};
-use serde::{Deserialize, Serialize};
+use kernelbook_runner::RunError;
+use kernelbook_runner::exercise::CheckPlan;
+use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::sync::Arc;
@@ -259,106 +259,4 @@ pub async fn check(
             format!("checking `{name}` failed: {err}"),
         ),
     }
-}
-
-/// What the page shows beside the editor: `kernelbook check`'s verdict and table.
-#[derive(Debug, Serialize)]
-pub struct CheckReport {
-    /// `pass`, `fail`, or `not_graded` (the starter itself did not run).
-    pub verdict: &'static str,
-    /// The verdict as `kernelbook check` prints it.
-    pub message: String,
-    pub title: String,
-    pub header: [&'static str; 7],
-    pub rows: Vec<[String; 7]>,
-    pub measured_on: String,
-    /// The compiler's errors, at lines of the learner's kernel.
-    pub errors: Vec<ErrorLine>,
-    /// What compute-sanitizer said, where the kernel failed and it ran: its lines as
-    /// `kernelbook check` prints them, and each finding at its line of the learner's kernel.
-    pub sanitizer: Vec<String>,
-    pub findings: Vec<ErrorLine>,
-}
-
-/// A compiler message at a line of the learner's kernel (counted from 1).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ErrorLine {
-    pub line: usize,
-    pub message: String,
-}
-
-impl CheckReport {
-    pub fn new(lab: &LabSpec, checked: &CheckedExercise, file: &std::path::Path) -> Self {
-        let (results, verdict) = (&checked.results, &checked.verdict);
-        let errors = match verdict {
-            Verdict::DoesNotCompile { message } => error_lines(message, file),
-            _ => Vec::new(),
-        };
-        CheckReport {
-            verdict: if verdict.is_pass() {
-                "pass"
-            } else if verdict.is_graded() {
-                "fail"
-            } else {
-                "not_graded"
-            },
-            message: verdict.to_string(),
-            title: lab.title.clone(),
-            header: REPORT_HEADER,
-            rows: report_rows(lab, results, file),
-            measured_on: measured_on(results),
-            errors,
-            sanitizer: checked
-                .sanitizer
-                .as_ref()
-                .map(|found| found.lines())
-                .unwrap_or_default(),
-            findings: checked
-                .sanitizer
-                .as_ref()
-                .map(|found| finding_lines(found, file))
-                .unwrap_or_default(),
-        }
-    }
-}
-
-/// The sanitizer's findings that sit at a line of the learner's kernel `file`.
-fn finding_lines(found: &SanitizerVerdict, file: &std::path::Path) -> Vec<ErrorLine> {
-    let SanitizerVerdict::Found { diagnoses, .. } = found else {
-        return Vec::new();
-    };
-    diagnoses
-        .iter()
-        .filter_map(|diagnosis| {
-            let placed = diagnosis.at.as_ref()?;
-            (placed.at.file == file).then(|| ErrorLine {
-                line: placed.at.line,
-                message: format!("{}: {}", diagnosis.kind.title(), diagnosis.sentence),
-            })
-        })
-        .collect()
-}
-
-/// The lines of a compiler `log` that point into `file` (`FILE:LINE: message` or
-/// `FILE:LINE:COLUMN: message`, as the runner writes them for the learner's kernel).
-pub fn error_lines(log: &str, file: &std::path::Path) -> Vec<ErrorLine> {
-    let prefix = format!("{}:", file.display());
-    log.lines()
-        .filter_map(|text| {
-            let at = text.find(&prefix)?;
-            let rest = &text[at + prefix.len()..];
-            let digits = rest.chars().take_while(char::is_ascii_digit).count();
-            let line: usize = rest[..digits].parse().ok().filter(|&line| line > 0)?;
-            let mut message = rest[digits..].trim_start_matches(':');
-            // A column, where the compiler gives one.
-            let column = message.chars().take_while(char::is_ascii_digit).count();
-            if column > 0 && message[column..].starts_with(':') {
-                message = &message[column + 1..];
-            }
-            Some(ErrorLine {
-                line,
-                message: message.trim().to_string(),
-            })
-        })
-        .collect()
 }

@@ -44,7 +44,7 @@ impl std::fmt::Debug for Job {
             Job::Measure { lab, .. } => f.debug_struct("Measure").field("lab", &lab.lab()).finish(),
             Job::Check { plan, .. } => f
                 .debug_struct("Check")
-                .field("lab", &plan.lab.name)
+                .field("lab", &plan.book_lab.name)
                 .finish(),
             Job::Counters => f.write_str("Counters"),
         }
@@ -212,7 +212,7 @@ pub fn step(
 
 fn check(runner: &Runner, board: &Board, plan: &CheckPlan, done: Checked) {
     let mut progress = BoardProgress::new(board);
-    let name = plan.lab.name.clone();
+    let name = plan.book_lab.name.clone();
     board.update(|status| status.checking = Some(name));
     let result = runner.check_exercise(plan, &mut progress);
     board.update(|status| {

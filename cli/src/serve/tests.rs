@@ -3,13 +3,14 @@
 //! thread (the test holds its queue) and no learner's file was written. A request that passes
 //! every check is shown to run, so that the refusals mean something.
 
-use super::exercises::{Catalog, Exercise, error_lines};
+use super::exercises::{Catalog, Exercise};
 use super::files::{Resolved, resolve};
 use super::gpu::{GpuQueue, Job};
 use super::guard::{Admission, Gate, TOKEN_HEADER, Token};
 use super::status::Board;
 use super::watch::Watched;
 use super::{App, http};
+use crate::cmd::check_report::error_lines;
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use kernelbook_core::spec::LabSpec;
@@ -429,7 +430,7 @@ async fn a_request_that_passes_every_check_is_graded() {
                 let Job::Check { plan, done } = job else {
                     panic!("not a check");
                 };
-                let _ = taken.send(plan.lab.name.clone());
+                let _ = taken.send(plan.book_lab.name.clone());
                 done(Err(RunError::Unavailable("no GPU in this test".into())));
                 return;
             }

@@ -30,9 +30,7 @@ impl Role {
     /// `python_transpose` runs a Triton kernel of the book; the copies are the runner's.)
     pub fn of_builtin(builtin: Option<Builtin>) -> Role {
         match builtin {
-            Some(Builtin::LibraryTranspose | Builtin::TorchTranspose | Builtin::LibrarySgemm) => {
-                Role::Peer
-            }
+            Some(builtin) if builtin.descriptor().peer => Role::Peer,
             _ => Role::Own,
         }
     }
@@ -215,6 +213,15 @@ pub fn checked(results: &LabResults, name: &str) -> Checked {
     Checked::of(results.variant(name).and_then(|v| v.checked.as_deref()))
 }
 
+/// How many output elements apart the compared ones are, where a row's check compared only a
+/// sample: the plan's words end ", every 257th element" (`CheckPlan::describe`). `None` where
+/// it compared every element, or the results do not say.
+pub fn sample_stride(words: Option<&str>) -> Option<usize> {
+    let (_, every) = words?.rsplit_once(", every ")?;
+    let stride: usize = every.strip_suffix("th element")?.parse().ok()?;
+    (stride > 1).then_some(stride)
+}
+
 /// One row of a lab with every figure derived from it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Row<'r> {
@@ -388,6 +395,13 @@ mod tests {
             Checked::Trusted
         );
         assert_eq!(Checked::of(None), Checked::Unrecorded);
+        let sampled = "within ulps 4 against the NumPy reference `sum_ref`, every 7th element";
+        assert_eq!(sample_stride(Some(sampled)), Some(7));
+        assert_eq!(
+            sample_stride(Some("bit for bit against the CPU reference `copy`")),
+            None
+        );
+        assert_eq!(sample_stride(None), None);
         assert_eq!(Role::of_builtin(Some(Builtin::LibrarySgemm)), Role::Peer);
         assert_eq!(
             Role::of_builtin(Some(Builtin::HostToDevicePinned)),

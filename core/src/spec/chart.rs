@@ -11,6 +11,14 @@ pub struct ChartSpec {
     /// The row a `speedup` chart compares every row with (its bar is 1×).
     #[serde(default)]
     pub baseline: Option<String>,
+    /// The rows a bars chart draws, where the lab's other rows count their work another way and
+    /// would share its axis only in name; the table shows every row.
+    #[serde(default)]
+    pub rows: Option<Vec<String>>,
+    /// A bars chart of each row's % of the ceiling, its axis starting at this percentage: for
+    /// rows whose differences lie in the last few percent.
+    #[serde(default)]
+    pub floor: Option<u32>,
 }
 
 /// What a chart draws.
@@ -63,6 +71,19 @@ pub fn chart_problem(
     is_variant: impl Fn(&str) -> bool,
 ) -> Option<String> {
     let kind = chart.kind.name();
+    if let Some(row) = chart.rows.iter().flatten().find(|row| !is_variant(row)) {
+        return Some(format!(
+            "the chart's row `{row}` is not a variant of this lab"
+        ));
+    }
+    if chart.kind != ChartKind::Bars && (chart.rows.is_some() || chart.floor.is_some()) {
+        return Some(format!(
+            "`rows` and `floor` are for a bars chart; a {kind} chart has neither"
+        ));
+    }
+    if chart.floor.is_some_and(|floor| floor >= 100) {
+        return Some("the chart's `floor` is a percentage of the ceiling below 100".into());
+    }
     match (chart.kind, &chart.baseline) {
         (ChartKind::Speedup, None) => {
             Some("a speedup chart needs `baseline = \"VARIANT\"`, the row it compares with".into())
@@ -92,6 +113,8 @@ mod tests {
         ChartSpec {
             kind,
             baseline: baseline.map(str::to_string),
+            rows: None,
+            floor: None,
         }
     }
 
@@ -127,5 +150,23 @@ mod tests {
         assert!(problem(chart(ChartKind::Roofline, None), false, false).is_some());
         assert_eq!(problem(chart(ChartKind::Roofline, None), false, true), None);
         assert_eq!(problem(chart(ChartKind::None, None), false, false), None);
+        let bars = |rows: &[&str], floor| ChartSpec {
+            rows: Some(rows.iter().map(|r| r.to_string()).collect()),
+            floor,
+            ..chart(ChartKind::Bars, None)
+        };
+        assert_eq!(problem(bars(&["starter"], Some(80)), false, false), None);
+        assert!(
+            problem(bars(&["nope"], None), false, false)
+                .is_some_and(|p| p.contains("row `nope` is not a variant"))
+        );
+        assert!(
+            problem(bars(&[], Some(100)), false, false).is_some_and(|p| p.contains("below 100"))
+        );
+        let points = ChartSpec {
+            floor: Some(80),
+            ..chart(ChartKind::Points, None)
+        };
+        assert!(problem(points, true, false).is_some_and(|p| p.contains("for a bars chart")));
     }
 }

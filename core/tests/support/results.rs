@@ -472,6 +472,7 @@ fn variant(names: Vec<String>) -> impl Strategy<Value = VariantResult> {
                     params: None,
                     sampling_seconds: None,
                     timeline: None,
+                    l2: None,
                 }
             },
         )

@@ -5,7 +5,7 @@
 
 use super::Beside;
 use super::measure::{Metric, Role, Spread, ceiling_words, gap_reason, role, speedup};
-use super::scale::{round, zero_based};
+use super::scale::{from_floor, round, zero_based};
 use super::scene::{
     CHAR_WIDTH, FOREGROUND, MEASURED, PEER, Paint, Rect, Scene, Swatch, WIDTH, hatch,
 };
@@ -57,6 +57,8 @@ pub struct Bars {
     pub reference: Option<Reference>,
     /// The two GPUs' names beside a live run: (this one, the recorded one).
     pub series: Option<(String, String)>,
+    /// Where the value axis starts: zero, or the `floor` of a zoomed % of ceiling.
+    pub axis_from: f64,
 }
 
 /// How a bar's figure is written.
@@ -102,12 +104,28 @@ fn rows(
     };
     lab.variants
         .iter()
+        .filter(|spec| drawn(lab, &spec.name))
         .map(|spec| BarRow {
             label: spec.label().to_string(),
             role: role(lab, &spec.name, reference),
             figure: of(results, &spec.name),
             beside: beside.map(|b| of(b.results, &spec.name)),
         })
+        .collect()
+}
+
+/// Whether the chart draws row `name`: every row, unless `[chart] rows` names those it draws.
+fn drawn(lab: &LabSpec, name: &str) -> bool {
+    let rows = lab.chart.as_ref().and_then(|c| c.rows.as_ref());
+    rows.is_none_or(|rows| rows.iter().any(|r| r == name))
+}
+
+/// The labels of the rows the chart leaves to the table.
+fn table_only(lab: &LabSpec) -> Vec<String> {
+    lab.variants
+        .iter()
+        .filter(|spec| !drawn(lab, &spec.name))
+        .map(|spec| spec.label().to_string())
         .collect()
 }
 
@@ -123,9 +141,15 @@ pub fn bar_chart(
     id: &str,
 ) -> (Scene, String) {
     let metric = Metric::of(results);
+    let ceiling = results.ceiling.as_deref();
+    let floor = lab.chart.as_ref().and_then(|c| c.floor);
+    if let Some((floor, name)) = floor.zip(ceiling)
+        && ceiling_figure(&metric, results, name).is_some()
+    {
+        return percent_chart(lab, results, beside, id, (f64::from(floor), name));
+    }
     let label = metric.label();
     let figure = |_: &LabResults, v: &VariantResult| metric.spread(v);
-    let ceiling = results.ceiling.as_deref();
     let reference = ceiling.and_then(|name| {
         let value = metric.spread(results.variant(name)?)?.median;
         Some(Reference {
@@ -140,10 +164,68 @@ pub fn bar_chart(
         field: metric.field(),
         reference,
         series: series(results, beside),
+        axis_from: 0.0,
     };
     let caption = caption(
         &bars,
         &format!("{} of each row of the table", capitalised(&label)),
+        &table_only(lab),
+    );
+    (draw(&bars, id, "bars"), caption)
+}
+
+/// The ceiling row's median figure in `results`.
+fn ceiling_figure(metric: &Metric, results: &LabResults, ceiling: &str) -> Option<f64> {
+    let median = metric.spread(results.variant(ceiling)?)?.median;
+    (median > 0.0).then_some(median)
+}
+
+/// Each row's % of the ceiling (each GPU's own, measured in the same run) on an axis that starts
+/// at `floor` %, so that rows within a few percent of each other are told apart.
+fn percent_chart(
+    lab: &LabSpec,
+    results: &LabResults,
+    beside: Option<Beside<'_>>,
+    id: &str,
+    (floor, ceiling): (f64, &str),
+) -> (Scene, String) {
+    let metric = Metric::of(results);
+    let figure = |results: &LabResults, v: &VariantResult| {
+        let whole = ceiling_figure(&metric, results, ceiling)?;
+        let s = metric.spread(v)?;
+        Some(Spread {
+            median: 100.0 * s.median / whole,
+            min: 100.0 * s.min / whole,
+            max: 100.0 * s.max / whole,
+        })
+    };
+    let ceiling_label = lab.variant(ceiling).map_or(ceiling, |v| v.label());
+    let bars = Bars {
+        rows: rows(
+            lab,
+            results,
+            beside,
+            Some(ceiling),
+            &figure,
+            &metric.label(),
+        ),
+        axis_label: format!("% of ceiling ({ceiling_label}), axis from {floor} %"),
+        unit: Unit::Suffix("% of ceiling".into()),
+        field: "percent",
+        reference: Some(Reference {
+            value: 100.0,
+            words: format!("{} (100 %)", ceiling_words(ceiling_label)),
+        }),
+        series: series(results, beside),
+        axis_from: floor,
+    };
+    let caption = caption(
+        &bars,
+        &format!(
+            "Each row's {} as a % of the ceiling's ({ceiling_label}, the same run), on an axis zoomed to start at {floor} % so that the last few percent can be told apart",
+            metric.label()
+        ),
+        &table_only(lab),
     );
     (draw(&bars, id, "bars"), caption)
 }
@@ -171,18 +253,20 @@ pub fn speedup_chart(
             words: format!("1×: {base_label}"),
         }),
         series: series(results, beside),
+        axis_from: 0.0,
     };
     let caption = caption(
         &bars,
         &format!(
             "How many times as fast as {base_label} each row ran (its median time over the row's)"
         ),
+        &table_only(lab),
     );
     Some((draw(&bars, id, "speedup"), caption))
 }
 
 /// The caption: what the bars are, and what each way of drawing them means.
-fn caption(bars: &Bars, what: &str) -> String {
+fn caption(bars: &Bars, what: &str, table_only: &[String]) -> String {
     let mut parts = vec![format!(
         "{what}: bars are medians, whiskers span the fastest to the slowest stored sample"
     )];
@@ -195,6 +279,12 @@ fn caption(bars: &Bars, what: &str) -> String {
     if let Some((live, recorded)) = &bars.series {
         parts.push(format!(
             "solid bars are {live}, dashed outlines the {recorded}"
+        ));
+    }
+    if !table_only.is_empty() {
+        parts.push(format!(
+            "rows that count their work another way are in the table only ({})",
+            table_only.join("; ")
         ));
     }
     format!("{}.", parts.join("; "))
@@ -248,7 +338,11 @@ pub fn draw(bars: &Bars, id: &str, kind: &str) -> Scene {
         .map(|s| s.max.max(s.median))
         .chain(bars.reference.as_ref().map(|r| r.value))
         .fold(0.0, f64::max);
-    let (scale, ticks) = zero_based(top, PAD, WIDTH - RIGHT);
+    let (scale, ticks) = if bars.axis_from > 0.0 {
+        from_floor(bars.axis_from, top, PAD, WIDTH - RIGHT)
+    } else {
+        zero_based(top, PAD, WIDTH - RIGHT)
+    };
     let mut scene = Scene::new(scale.data("x"));
     let y0 = scene.legend(PAD, 6.0, legend(bars, id)) + 4.0;
     let bar_height = if bars.series.is_some() {
@@ -324,6 +418,14 @@ fn draw_row(
     let mut y = top + BAR_TOP;
     for (figure, paint, name, height) in series {
         match figure {
+            Ok(spread) if spread.median < bars.axis_from => {
+                let words = format!(
+                    "{}: below {} %, where the axis starts",
+                    bars.unit.write(spread.median),
+                    bars.axis_from
+                );
+                scene.note("gap", (PAD + 4.0, y + height - 2.0), words);
+            }
             Ok(spread) => {
                 let end = scale.pos(spread.median);
                 scene.rects.push(Rect {
@@ -346,7 +448,8 @@ fn draw_row(
                         bars.unit.bare(spread.max)
                     )),
                 });
-                let (lo, hi) = (scale.pos(spread.min), scale.pos(spread.max));
+                let lo = scale.pos(spread.min.max(bars.axis_from));
+                let hi = scale.pos(spread.max);
                 scene.whisker(true, lo, hi, y + height / 2.0, height / 2.0 - 1.0);
             }
             Err(why) => {
@@ -455,6 +558,7 @@ mod tests {
                 words: "ceiling: memcpy".into(),
             }),
             series: None,
+            axis_from: 0.0,
         }
     }
 
@@ -506,12 +610,66 @@ mod tests {
         let id = "chart-t";
         assert_eq!(paint(Role::Peer, id).fill, "url(#chart-t-hatch)");
         assert_eq!(paint(Role::Reference, id).stroke, FOREGROUND);
-        let caption = caption(&ladder(), "GB/s of each row");
+        let caption = caption(&ladder(), "GB/s of each row", &["transpose".into()]);
         assert!(
             caption.contains("the dashed line is ceiling: memcpy"),
             "{caption}"
         );
         assert!(caption.contains("hatched bars are peers"), "{caption}");
+        assert!(
+            caption.contains("in the table only (transpose)"),
+            "{caption}"
+        );
+    }
+
+    #[test]
+    fn a_zoomed_axis_starts_at_its_floor_and_says_so() {
+        let mut bars = ladder();
+        bars.axis_from = 80.0;
+        bars.rows[0].figure = Ok(Spread {
+            median: 100.0,
+            min: 98.0,
+            max: 104.0,
+        });
+        bars.rows[1].figure = Ok(Spread {
+            median: 95.0,
+            min: 70.0,
+            max: 96.0,
+        });
+        bars.rows.push(BarRow {
+            label: "slow".into(),
+            role: Role::Own,
+            figure: spread(50.0),
+            beside: None,
+        });
+        bars.reference = Some(Reference {
+            value: 100.0,
+            words: "ceiling: memcpy (100 %)".into(),
+        });
+        let scene = draw(&bars, "chart-t", "bars");
+        // From 80 % to a round 105 % above the highest whisker, by steps of 5.
+        assert_eq!((scene.axis.from, scene.axis.to), (80.0, 105.0));
+        let drawn: Vec<&Rect> = scene.rects.iter().filter(|r| r.class == "bar").collect();
+        assert_eq!(drawn.len(), 2, "the row below the floor has no bar");
+        assert_eq!(drawn[1].width, round((95.0 - 80.0) / 25.0 * 600.0));
+        let tick = scene
+            .texts
+            .iter()
+            .find(|t| t.class == "tick")
+            .expect("a tick");
+        assert_eq!(tick.text, "80");
+        let whisker = scene
+            .lines
+            .iter()
+            .filter(|l| l.class == "whisker")
+            .map(|l| l.x1.min(l.x2))
+            .fold(f64::MAX, f64::min);
+        assert_eq!(whisker, PAD, "a whisker below the floor is cut at the axis");
+        let gap = scene
+            .texts
+            .iter()
+            .find(|t| t.class == "gap" && t.text.contains("below"));
+        assert!(gap.is_some_and(|g| g.text.contains("below 80 %, where the axis starts")));
     }
 
     #[test]

@@ -8,9 +8,8 @@ use super::Beside;
 use super::measure::{Metric, Spread, ceiling_words, gap_reason};
 use super::scale::{Scale, Tick, format_bytes, format_number, format_value, round, zero_based};
 use super::scene::{Datum, Dot, FOREGROUND, MEASURED, Paint, Scene, Swatch, WIDTH};
-use kernelbook_core::bandwidth::strided_copy_efficiency;
 use kernelbook_core::results::LabResults;
-use kernelbook_core::spec::{LabSpec, Model, PlotSpec};
+use kernelbook_core::spec::{LabSpec, Model, ModelScale, PlotSpec};
 
 const LEFT: f64 = 64.0;
 const RIGHT: f64 = 24.0;
@@ -91,18 +90,29 @@ fn x_ticks(xs: &[f64], scale: &Scale, in_bytes: bool) -> Vec<Tick> {
     ticks
 }
 
-/// The lab's model at each of `xs`, scaled to the ceiling measured in the same run; none
-/// without a model or a ceiling to scale it to.
+/// `model` at each of `xs`, scaled to `base` (what [`Model::scaled_to`] names, measured in the
+/// same run, in the chart's `metric`); none without a base to scale it to. A model's share is of
+/// a rate, so a time or a count per load grows as the share shrinks.
 pub fn model_curve(
-    model: Option<Model>,
-    ceiling: Option<f64>,
+    model: Model,
+    base: Option<f64>,
+    metric: &Metric,
     xs: &[f64],
 ) -> Option<Vec<(f64, f64)>> {
-    let (model, ceiling) = model.zip(ceiling)?;
+    let base = base.filter(|b| b.is_finite() && *b > 0.0)?;
+    let faster_is_higher = matches!(metric, Metric::Gbs | Metric::Rate { .. });
     Some(
         xs.iter()
-            .map(|&x| match model {
-                Model::SectorStridedCopy => (x, ceiling * strided_copy_efficiency(x)),
+            .map(|&x| {
+                let share = model.share(x);
+                (
+                    x,
+                    if faster_is_higher {
+                        base * share
+                    } else {
+                        base / share
+                    },
+                )
             })
             .collect(),
     )
@@ -111,7 +121,42 @@ pub fn model_curve(
 fn model_label(model: Model) -> &'static str {
     match model {
         Model::SectorStridedCopy => "32-byte-sector model × measured ceiling",
+        Model::L2FillStridedCopy => "64-byte L2-fill (DRAM) model × measured ceiling",
+        Model::InverseDegree => "1/degree model × the degree-1 row",
     }
+}
+
+/// What `model` is scaled to in this run: the ceiling row's figure, or the sweep's row at 1.
+fn model_base(
+    model: Model,
+    results: &LabResults,
+    rows: &[SweepRow],
+    metric: &Metric,
+) -> Option<f64> {
+    match model.scaled_to() {
+        ModelScale::Ceiling => {
+            let ceiling = results.variant(results.ceiling.as_deref()?)?;
+            Some(metric.spread(ceiling)?.median)
+        }
+        ModelScale::RowAtOne => rows
+            .iter()
+            .filter(|r| r.x == 1.0)
+            .find_map(|r| r.figure.as_ref().ok())
+            .map(|s| s.median),
+    }
+}
+
+/// The line styles of the models, in the order the lab names them: each its own dash, none
+/// solid (the ceiling is) or dotted (the L2 size is).
+const MODEL_DASHES: [&str; 3] = ["6 4", "12 3 2 3", "2 5"];
+
+fn model_paint(index: usize) -> Paint {
+    Paint::stroked(FOREGROUND, 1.5).dashed(MODEL_DASHES[index % MODEL_DASHES.len()])
+}
+
+/// The ceiling's line: solid, where the models are dashed.
+fn ceiling_paint() -> Paint {
+    Paint::stroked(FOREGROUND, 1.5).faint(0.7)
 }
 
 /// 65 x values evenly spaced along the axis, to draw a curve through.
@@ -152,7 +197,8 @@ struct Sweep {
     metric: Metric,
     rows: Vec<SweepRow>,
     beside: Option<(String, Vec<SweepRow>)>,
-    model: Option<(Vec<(f64, f64)>, &'static str)>,
+    /// Each model's curve and words, in the lab's order.
+    models: Vec<(Vec<(f64, f64)>, &'static str)>,
     ceiling: Option<(f64, String)>,
     l2: Option<f64>,
     x: Scale,
@@ -187,11 +233,19 @@ pub fn chart(
         .filter(|v| ceiling.is_none() || results.ceiling.as_deref() != Some(v.name.as_str()))
         .map(|v| v.label().to_string())
         .collect();
+    let xs = samples(&x, plot.log2_x);
+    let models = plot
+        .models
+        .iter()
+        .filter_map(|&model| {
+            let base = model_base(model, results, &rows, &metric);
+            Some((model_curve(model, base, &metric, &xs)?, model_label(model)))
+        })
+        .collect();
     let sweep = Sweep {
         device: results.provenance.device.name.clone(),
         off_axis,
-        model: model_curve(plot.model, results.ceiling_gbs(), &samples(&x, plot.log2_x))
-            .zip(plot.model.map(model_label)),
+        models,
         ceiling,
         metric,
         rows,
@@ -209,11 +263,11 @@ fn caption(plot: &PlotSpec, sweep: &Sweep) -> String {
         super::bars::capitalised(&sweep.metric.label()),
         plot.x_label
     )];
-    if let Some((_, label)) = &sweep.model {
-        parts.push(format!("the dashed curve is the {label}"));
+    for (i, (_, label)) in sweep.models.iter().enumerate() {
+        parts.push(format!("the {} curve is the {label}", dash_words(i)));
     }
     if let Some((_, words)) = &sweep.ceiling {
-        parts.push(format!("the dashed line is {words}"));
+        parts.push(format!("the solid line is {words}"));
     }
     if sweep.l2.is_some() {
         parts.push("the dotted line is this GPU's L2 size, from its device properties".into());
@@ -243,7 +297,7 @@ fn y_top(sweep: &Sweep) -> f64 {
         .map(|s| s.max.max(s.median))
         .chain(
             sweep
-                .model
+                .models
                 .iter()
                 .flat_map(|(curve, _)| curve.iter().map(|(_, y)| *y)),
         )
@@ -261,8 +315,11 @@ fn draw(lab: &LabSpec, plot: &PlotSpec, sweep: &Sweep) -> Scene {
         ];
     }
     legend.push((Swatch::Whisker, "min – max of the samples".into()));
-    if let Some((_, label)) = &sweep.model {
-        legend.push((Swatch::Stroke(dashed()), label.to_string()));
+    for (i, (_, label)) in sweep.models.iter().enumerate() {
+        legend.push((Swatch::Stroke(model_paint(i)), label.to_string()));
+    }
+    if let Some((_, words)) = &sweep.ceiling {
+        legend.push((Swatch::Stroke(ceiling_paint()), words.clone()));
     }
     if sweep.rows.iter().any(|r| r.figure.is_err()) {
         legend.push((Swatch::Cross, "no result".into()));
@@ -286,12 +343,7 @@ fn draw(lab: &LabSpec, plot: &PlotSpec, sweep: &Sweep) -> Scene {
     for tick in x_ticks(&xs, &sweep.x, plot.x_label.contains("bytes")) {
         scene.text("tick", (tick.pos, bottom + 16.0), "middle", tick.label);
     }
-    scene.text(
-        "label",
-        (LEFT, bottom + 38.0),
-        "start",
-        plot.x_label.clone(),
-    );
+    scene.text("label", (LEFT, bottom + 38.0), "start", x_axis_words(plot));
     scene.text(
         "label",
         (LEFT + 6.0, top + 4.0),
@@ -320,13 +372,23 @@ fn draw(lab: &LabSpec, plot: &PlotSpec, sweep: &Sweep) -> Scene {
     );
     draw_levels(&mut scene, lab, sweep, &y);
     scene.height = round(bottom + BOTTOM);
-    scene.title = format!("{} against {}", sweep.metric.label(), plot.x_label);
+    scene.title = format!("{} against {}", sweep.metric.label(), x_axis_words(plot));
     scene.desc = describe(sweep);
     scene
 }
 
-fn dashed() -> Paint {
-    Paint::stroked(FOREGROUND, 1.5).dashed("6 4")
+/// The x axis's label, saying where it is spaced by powers of two.
+fn x_axis_words(plot: &PlotSpec) -> String {
+    if plot.log2_x {
+        format!("{} (log₂ axis: each tick twice the last)", plot.x_label)
+    } else {
+        plot.x_label.clone()
+    }
+}
+
+/// How the caption names the `index`th model's line style.
+fn dash_words(index: usize) -> &'static str {
+    ["dashed", "dash-dotted", "finely dotted"][index % MODEL_DASHES.len()]
 }
 
 /// The recorded GPU's dots beside a live run.
@@ -339,16 +401,21 @@ fn hollow() -> Paint {
 
 /// The model's curve, the ceiling's line and the L2 size.
 fn draw_references(scene: &mut Scene, sweep: &Sweep, y: &Scale, (top, bottom): (f64, f64)) {
-    if let Some((curve, _)) = &sweep.model {
+    for (i, (curve, _)) in sweep.models.iter().enumerate() {
         let points: Vec<(f64, f64)> = curve
             .iter()
             .map(|(x, v)| (sweep.x.pos(*x), y.pos(*v)))
             .collect();
-        scene.polyline("model", &points, dashed());
+        scene.polyline("model", &points, model_paint(i));
     }
     if let Some((value, words)) = &sweep.ceiling {
         let at = y.pos(*value);
-        scene.line("reference", (LEFT, at), (WIDTH - RIGHT, at), dashed());
+        scene.line(
+            "reference",
+            (LEFT, at),
+            (WIDTH - RIGHT, at),
+            ceiling_paint(),
+        );
         scene.text(
             "reference-label",
             (WIDTH - RIGHT - 4.0, at - 5.0),
@@ -575,7 +642,10 @@ plot_x = 4
             .and_then(|y| y.parse().ok())
             .expect("y");
         assert!(model_y > s8.cy, "lower on the page means higher bandwidth");
-        assert!(caption.contains("the dashed curve is the 32-byte-sector model"));
+        assert!(
+            caption.contains("the dashed curve is the 32-byte-sector model"),
+            "{caption}"
+        );
     }
 
     #[test]
@@ -627,6 +697,102 @@ plot_x = 4
         r.provenance.device.l2_bytes = 1 << 20;
         let (scene, _) = chart(&lab, &r, None).expect("a chart");
         assert!(!scene.lines.iter().any(|l| l.class == "l2"));
+    }
+
+    #[test]
+    fn two_models_and_the_ceiling_each_have_their_own_line_style_and_legend_entry() {
+        // The ceiling off the sweep (a row without plot_x), both strided models.
+        let text = LAB
+            .replace(
+                "model = \"sector_strided_copy\"",
+                "model = [\"sector_strided_copy\", \"l2_fill_strided_copy\"]",
+            )
+            .replace("name = \"s1\"\nkernel", "name = \"base\"\nkernel = \"k\"\ngrid = [4]\nblock = [256]\nargs = [\"out\", \"in\", \"n\", \"1\"]\n[[variants]]\nname = \"s1\"\nkernel");
+        let lab = LabSpec::parse(&text, Path::new("labs/strided.toml")).expect("lab");
+        let mut r = measured();
+        r.variants.push(sampled("base", 8_000_000, &[0.002]));
+        r.ceiling = Some("base".into());
+        let (scene, caption) = chart(&lab, &r, None).expect("a chart");
+        let models: Vec<_> = scene
+            .polylines
+            .iter()
+            .filter(|p| p.class == "model")
+            .collect();
+        assert_eq!(models.len(), 2);
+        assert_ne!(models[0].paint.dash, models[1].paint.dash);
+        let ceiling = scene
+            .lines
+            .iter()
+            .find(|l| l.class == "reference")
+            .expect("ceiling");
+        assert_eq!(
+            ceiling.paint.dash, None,
+            "the ceiling is solid, the models dashed"
+        );
+        // At stride 8 both models predict 2/9 of the 4000 GB/s ceiling; they part from 16 on.
+        let legend: Vec<&str> = scene
+            .texts
+            .iter()
+            .filter(|t| t.class == "legend")
+            .map(|t| t.text.as_str())
+            .collect();
+        assert!(
+            legend.contains(&"32-byte-sector model × measured ceiling"),
+            "{legend:?}"
+        );
+        assert!(
+            legend.iter().any(|t| t.starts_with("64-byte L2-fill")),
+            "{legend:?}"
+        );
+        assert!(
+            legend.iter().any(|t| t.starts_with("ceiling")),
+            "{legend:?}"
+        );
+        assert!(
+            caption.contains("the dash-dotted curve is the 64-byte L2-fill"),
+            "{caption}"
+        );
+        assert!(caption.contains("the solid line is ceiling"), "{caption}");
+        let axis = scene
+            .texts
+            .iter()
+            .find(|t| t.class == "label")
+            .expect("x label");
+        assert!(axis.text.contains("log₂ axis"), "{}", axis.text);
+    }
+
+    #[test]
+    fn the_inverse_degree_model_starts_at_the_row_at_one() {
+        let lab = LabSpec::parse(
+            &LAB.replace("sector_strided_copy", "inverse_degree"),
+            Path::new("labs/strided.toml"),
+        )
+        .expect("lab");
+        let model = model_curve(
+            Model::InverseDegree,
+            Some(4000.0),
+            &Metric::Gbs,
+            &[1.0, 8.0],
+        )
+        .expect("a curve");
+        assert_eq!(model, vec![(1.0, 4000.0), (8.0, 500.0)]);
+        // A time grows with the degree.
+        let time = model_curve(Model::InverseDegree, Some(2.0), &Metric::Time, &[4.0]);
+        assert_eq!(time, Some(vec![(4.0, 8.0)]));
+        let (scene, caption) = chart(&lab, &measured(), None).expect("a chart");
+        let curve = scene
+            .polylines
+            .iter()
+            .find(|p| p.class == "model")
+            .expect("model");
+        let first = curve.points.split(' ').next().expect("a vertex");
+        let s1 = dot(&scene, "s1");
+        assert_eq!(
+            first,
+            format!("{},{}", s1.cx, s1.cy),
+            "through the degree-1 row"
+        );
+        assert!(caption.contains("1/degree model"), "{caption}");
     }
 
     /// Where `x` lies on the strided lab's axis (1 to 8, by powers of two).

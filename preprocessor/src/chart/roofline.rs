@@ -20,11 +20,14 @@ const RIGHT: f64 = 24.0;
 const PLOT_HEIGHT: f64 = 320.0;
 const BOTTOM: f64 = 48.0;
 
-/// The two measured roofs, in work per second and bytes per second.
+/// The measured roofs, in work per second and bytes per second.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Roof {
     pub bandwidth: Spread,
     pub compute: Spread,
+    /// The ridge's `tensor` row's work rate (the tensor cores'), a second flat roof above the
+    /// first, where the lab names one and it was measured.
+    pub tensor: Option<Spread>,
 }
 
 impl Roof {
@@ -42,12 +45,26 @@ impl Roof {
             max: per_second(time.min),
         };
         let compute = work_rate(results.variant(&ridge.compute)?)?;
-        (bandwidth.median > 0.0 && compute.median > 0.0).then_some(Roof { bandwidth, compute })
+        let tensor = ridge
+            .tensor
+            .as_ref()
+            .and_then(|name| work_rate(results.variant(name)?))
+            .filter(|tensor| tensor.median > compute.median);
+        (bandwidth.median > 0.0 && compute.median > 0.0).then_some(Roof {
+            bandwidth,
+            compute,
+            tensor,
+        })
     }
 
     /// Work per byte where the slope meets the flat roof (both medians are positive).
     pub fn ridge(&self) -> f64 {
         figures::ridge(self.compute.median, self.bandwidth.median).unwrap_or(f64::NAN)
+    }
+
+    /// Work per byte where the slope meets the tensor roof, if there is one.
+    pub fn tensor_ridge(&self) -> Option<f64> {
+        figures::ridge(self.tensor.as_ref()?.median, self.bandwidth.median)
     }
 
     /// The rate the roofs allow at `intensity` (work per byte).
@@ -126,7 +143,7 @@ pub fn spans(
 ) -> ((i32, i32), (i32, i32)) {
     let intensities = roofs
         .iter()
-        .map(|r| r.ridge())
+        .flat_map(|r| std::iter::once(r.ridge()).chain(r.tensor_ridge()))
         .chain(kernels.iter().map(|k| k.intensity));
     let (lo, hi) = intensities.fold((f64::MAX, f64::MIN), |(lo, hi), i| (lo.min(i), hi.max(i)));
     let x = power_span(lo / 16.0, hi * 4.0, 2.0);
@@ -137,7 +154,11 @@ pub fn spans(
         .chain([theoretical * left])
         .filter(|v| *v > 0.0)
         .fold(f64::MAX, f64::min);
-    let fast = roofs.iter().map(|r| r.compute.max).fold(0.0, f64::max) * 2.0;
+    let fast = roofs
+        .iter()
+        .flat_map(|r| std::iter::once(r.compute.max).chain(r.tensor.as_ref().map(|t| t.max)))
+        .fold(0.0, f64::max)
+        * 2.0;
     (x, power_span(slow / divisor, fast / divisor, 10.0))
 }
 
@@ -186,6 +207,7 @@ pub fn chart(
     }
     draw_theoretical(&mut scene, theoretical, roof.compute.median, &axes, divisor);
     draw_roof(&mut scene, &roof, &axes, &labels, false);
+    draw_tensor_roof(&mut scene, &roof, &axes, &labels);
     draw_kernels(&mut scene, &kernels, &axes, &labels);
     scene.height = round(bottom + BOTTOM);
     scene.title = format!(
@@ -202,6 +224,15 @@ pub fn chart(
         roof.ridge(),
         labels.unit
     );
+    if let (Some(tensor), Some(ridge)) = (&roof.tensor, roof.tensor_ridge()) {
+        scene.desc.push_str(&format!(
+            "; tensor roof: {} {}; its ridge point {:.1} {} per byte",
+            format_sig(tensor.median / divisor),
+            labels.rate,
+            ridge,
+            labels.unit
+        ));
+    }
     for k in &kernels {
         scene.desc.push_str(&format!(
             "; {}: {} {} at {} {} per byte ({})",
@@ -265,6 +296,14 @@ fn caption(labels: &Labels, roof: &Roof, recorded: Option<&(String, Roof)>) -> S
         labels.unit,
         labels.memory_name
     );
+    if let Some(ridge) = roof.tensor_ridge() {
+        text.push_str(&format!(
+            " The upper flat roof is the tensor cores' measured rate (a BF16 product): the slope \
+             continues up to it, and its ridge point moves right to {ridge:.1} {} per byte, so a row \
+             between the two ridge points, compute-bound under the FP32 roof, is memory-bound under this one.",
+            labels.unit
+        ));
+    }
     if let Some((name, _)) = recorded {
         text.push_str(&format!(" The faint dashed roof is the {name}."));
     }
@@ -383,6 +422,47 @@ fn draw_roof(scene: &mut Scene, roof: &Roof, axes: &Axes, labels: &Labels, recor
     let words = format!(
         "{} {} measured",
         format_sig(roof.compute.median / d),
+        labels.rate
+    );
+    scene.text(
+        "roof-label",
+        (WIDTH - RIGHT - 4.0, corners[2].1 - 8.0),
+        "end",
+        words,
+    );
+}
+
+/// The tensor roof: the slope continued from the FP32 ridge up to the tensor rate, the flat
+/// tensor roof to the right edge, and its ridge marked like the first.
+fn draw_tensor_roof(scene: &mut Scene, roof: &Roof, axes: &Axes, labels: &Labels) {
+    let (Some(tensor), Some(ridge)) = (&roof.tensor, roof.tensor_ridge()) else {
+        return;
+    };
+    let d = labels.divisor;
+    let first = roof.ridge();
+    let corners = [
+        axes.at(first, roof.bandwidth.median * first, d),
+        axes.at(ridge, tensor.median, d),
+        axes.at(axes.x.hi(), tensor.median, d),
+    ];
+    scene.polyline(
+        "roof tensor",
+        &corners,
+        Paint::stroked(MEASURED, 1.8).dashed("8 3"),
+    );
+    let (ridge_x, ridge_y) = corners[1];
+    let paint = Paint::stroked(FOREGROUND, 1.0).dashed("2 3");
+    scene.line("ridge", (ridge_x, ridge_y), (ridge_x, axes.bottom), paint);
+    let words = format!("tensor ridge: {:.1} {} per byte", ridge, labels.unit);
+    scene.text(
+        "ridge-label",
+        (ridge_x + 4.0, axes.bottom - 24.0),
+        "start",
+        words,
+    );
+    let words = format!(
+        "{} {} measured (tensor cores, BF16)",
+        format_sig(tensor.median / d),
         labels.rate
     );
     scene.text(
@@ -654,6 +734,50 @@ work = { count = "8", unit = "FLOP" }
             .find(|p| p.class == "theoretical")
             .expect("theoretical slope");
         assert!(theoretical.paint.dash.is_some());
+    }
+
+    /// A tensor row at 8 × the FMA rate: its roof is drawn above the first, and its ridge
+    /// point stands 8 × further right against the same slope.
+    #[test]
+    fn a_tensor_row_draws_a_second_roof_and_moves_the_ridge() {
+        let lab = LAB
+            .replace(
+                r#"ridge = { compute = "fma", memory = "copy" }"#,
+                r#"ridge = { compute = "fma", memory = "copy", tensor = "tensor" }"#,
+            )
+            .replace(
+                "[[variants]]\nname = \"fma\"",
+                "[[variants]]\nname = \"tensor\"\nkernel = \"k\"\ngrid = [1]\nblock = [32]\n\
+                 args = [\"dst\", \"src\"]\nwork = { count = \"8\", unit = \"FLOP\" }\n\
+                 [[variants]]\nname = \"fma\"",
+            );
+        let lab = LabSpec::parse(&lab, Path::new("labs/wall.toml")).expect("lab");
+        let mut results = measured();
+        let mut tensor = sampled("tensor", 16_000_000_000, &[125.0]);
+        tensor.work = Some(Work {
+            count: 64_000_000_000_000,
+            unit: "FLOP".into(),
+        });
+        results.variants.push(tensor);
+        let roof = Roof::measured(&lab, &results).expect("roofs");
+        assert_eq!(roof.ridge(), 16.0);
+        assert_eq!(roof.tensor_ridge(), Some(128.0));
+        let (scene, caption) = chart(&lab, &results, None).expect("a roofline");
+        let tensor = scene
+            .polylines
+            .iter()
+            .find(|p| p.class == "roof tensor")
+            .expect("the tensor roof");
+        assert_eq!(tensor.points.split(' ').count(), 3);
+        let ridges = scene.lines.iter().filter(|l| l.class == "ridge").count();
+        assert_eq!(ridges, 2, "a ridge mark for each roof");
+        assert!(
+            caption.contains("moves right to 128.0 FLOP per byte"),
+            "{caption}"
+        );
+        // Without the tensor row measured, the chart is the one-roof chart.
+        let (scene, _) = chart(&lab, &measured(), None).expect("a roofline");
+        assert!(!scene.polylines.iter().any(|p| p.class == "roof tensor"));
     }
 
     /// `measured()` with Nsight Compute's DRAM bytes for the FMA row: 32 TB read and written.

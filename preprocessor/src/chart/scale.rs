@@ -135,6 +135,22 @@ pub fn zero_based(top: f64, from_px: f64, to_px: f64) -> (Scale, Vec<Tick>) {
     (scale, ticks)
 }
 
+/// A linear axis from `floor` (not zero: a zoomed axis, which its label must say) to a round
+/// value at or above `top`, with a gridline every step.
+pub fn from_floor(floor: f64, top: f64, from_px: f64, to_px: f64) -> (Scale, Vec<Tick>) {
+    let (step, span) = nice_axis(top - floor);
+    let scale = Scale::linear(floor, floor + span, from_px, to_px);
+    let ticks = (0..MAX_TICKS as u32)
+        .map(|i| floor + f64::from(i) * step)
+        .take_while(|v| v.is_finite() && *v <= floor + span + step / 2.0)
+        .map(|v| Tick {
+            pos: scale.pos(v),
+            label: format_tick(v, step),
+        })
+        .collect();
+    (scale, ticks)
+}
+
 /// A tick's value with as many decimals as its step has, so that an axis's labels agree: "0.5,
 /// 1.0, 1.5", "0, 1000, 2000".
 pub fn format_tick(v: f64, step: f64) -> String {

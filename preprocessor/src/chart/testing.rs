@@ -30,6 +30,7 @@ pub fn sampled(name: &str, bytes: u64, samples: &[f64]) -> VariantResult {
         params: None,
         sampling_seconds: None,
         timeline: None,
+        l2: None,
     }
 }
 

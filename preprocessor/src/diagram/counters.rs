@@ -42,10 +42,8 @@ pub fn counter_source<'a>(
             stale_kernels,
             ..
         }) => {
-            let kernel = lab
-                .variant(variant)
-                .and_then(|v| v.kernel.as_ref())
-                .map(|k| k.get_ref().clone());
+            // The kernel the recording ran for the row (what its results say), not the lab's.
+            let kernel = results.variant(variant).and_then(|v| v.kernel.clone());
             let caveats = kernel
                 .filter(|k| stale_kernels.contains(k))
                 .map(|k| {
@@ -122,5 +120,40 @@ fn why_missing(lab: &LabSpec, variant: &str, results: &LabResults, live: bool) -
             Some(problem) => format!("Nsight Compute gave no counters for `{variant}`: {problem}"),
             None => format!("Nsight Compute gave no counters for `{variant}`"),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// A recording's counters beside a kernel edited since carry a caveat, found from the
+    /// kernel the recording's row ran, whatever the lab file now says.
+    #[test]
+    fn counters_of_an_edited_kernel_say_so() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let lab = LabSpec::load(&root.join("labs/profile_transpose.toml")).expect("the lab");
+        let text = std::fs::read_to_string(
+            root.join("labs/recorded/nvidia-h200-882b8b4e/profile_transpose.json"),
+        )
+        .expect("the recording");
+        let results = LabResults::from_json(&text).expect("a results file");
+        let recorded = |stale: &[&str]| LabOutcome::Recorded {
+            results: results.clone(),
+            why: "test".into(),
+            stale_kernels: stale.iter().map(|k| k.to_string()).collect(),
+            compile_errors: Vec::new(),
+        };
+        let edited = recorded(&["transpose_naive"]);
+        let source = counter_source(&lab, "naive", Some(&edited), None).expect("counters");
+        assert_eq!(
+            source.caveats,
+            [
+                "These counters were recorded before edits to `transpose_naive`: the prediction is of the code shown, the counters of the code recorded."
+            ]
+        );
+        let source = counter_source(&lab, "tiled", Some(&edited), None).expect("counters");
+        assert!(source.caveats.is_empty(), "{:?}", source.caveats);
     }
 }

@@ -4,6 +4,7 @@
 //! `currentColor` fallbacks in the template, so both the light and the dark themes read it.
 
 use super::model::Footprint;
+use super::spec::MemoryOp;
 use kernelbook_core::access::{
     BANK_WORD_BYTES, BankFootprint, BankWord, GlobalFootprint, LINE_BYTES, SECTOR_BYTES, SectorUse,
     WarpAccess, lane_list,
@@ -120,9 +121,14 @@ fn round(v: f64) -> f64 {
 }
 
 /// The scene of a panel.
-pub fn scene(id: &str, text: &PanelText, access: &WarpAccess, footprint: &Footprint) -> Scene {
+pub fn scene(
+    id: &str,
+    text: &PanelText,
+    (access, op): (&WarpAccess, MemoryOp),
+    footprint: &Footprint,
+) -> Scene {
     match footprint {
-        Footprint::Global(global) => global_scene(id, text, global, access),
+        Footprint::Global(global) => global_scene(id, text, global, (access, op)),
         Footprint::Banks(banks) => bank_scene(id, text, banks),
     }
 }
@@ -177,7 +183,7 @@ fn global_scene(
     id: &str,
     text: &PanelText,
     global: &GlobalFootprint,
-    access: &WarpAccess,
+    (access, op): (&WarpAccess, MemoryOp),
 ) -> Scene {
     let mut scene = Scene::new(id, &text.title, &text.desc);
     scene.header(&text.heading, &text.numbers);
@@ -203,12 +209,22 @@ fn global_scene(
         );
     }
     let legend_y = HEADER + grid.rows as f64 * LINE_ROW + 6.0;
+    let (rest, idle) = match op {
+        MemoryOp::Load => (
+            "rest of a fetched 32-byte sector",
+            "rest of the 128-byte line, not fetched",
+        ),
+        MemoryOp::Store => (
+            "rest of a written 32-byte sector",
+            "rest of the 128-byte line, not written",
+        ),
+    };
     let mut legend = vec![("swatch used", "bytes a lane asked for")];
     if global.sectors.iter().any(|s| s.used != u32::MAX) {
-        legend.push(("swatch fetched", "rest of a fetched 32-byte sector"));
+        legend.push(("swatch fetched", rest));
     }
     if global.sectors.len() < lines.len() * (LINE_BYTES / SECTOR_BYTES) as usize {
-        legend.push(("swatch idle", "rest of the 128-byte line, not fetched"));
+        legend.push(("swatch idle", idle));
     }
     scene.legend(legend_y, &legend);
     scene

@@ -44,6 +44,15 @@ impl MemoryOp {
         }
     }
 
+    /// What happens to the sectors' bytes: a load's are fetched, a store's written (the bytes
+    /// no lane stores are masked off, not sent).
+    pub fn moved(self) -> &'static str {
+        match self {
+            MemoryOp::Load => "fetched",
+            MemoryOp::Store => "written",
+        }
+    }
+
     pub fn noun(self) -> &'static str {
         match self {
             MemoryOp::Load => "load",

@@ -5,7 +5,7 @@
 use super::compare::{ComparisonView, CounterSource, compare};
 use super::model::{Footprint, Panel};
 use super::scene::{PanelText, Scene, scene};
-use super::spec::{DiagramKind, DiagramSpec};
+use super::spec::{DiagramKind, DiagramSpec, MemoryOp};
 use kernelbook_core::access::{BankFootprint, GlobalFootprint, Unit};
 use serde::Serialize;
 
@@ -55,7 +55,7 @@ pub fn diagram_view(
         .iter()
         .enumerate()
         .map(|(i, panel)| {
-            let (data, numbers, short) = numbers(&panel.footprint);
+            let (data, numbers, short) = numbers(&panel.footprint, spec.op);
             let heading = panel
                 .spec
                 .label
@@ -84,7 +84,12 @@ pub fn diagram_view(
                 label: panel.spec.label.clone(),
                 heading,
                 data,
-                svg: scene(&format!("{id}-{i}"), &text, &panel.access, &panel.footprint),
+                svg: scene(
+                    &format!("{id}-{i}"),
+                    &text,
+                    (&panel.access, spec.op),
+                    &panel.footprint,
+                ),
                 numbers,
                 comparison,
                 missing_counters,
@@ -146,9 +151,9 @@ fn caption(spec: &DiagramSpec, sentence: &str) -> String {
 
 /// The panel's figures: as data attributes, as the sentence beside the drawing, and in short
 /// for the drawing's own header.
-fn numbers(footprint: &Footprint) -> (Vec<DataAttribute>, String, String) {
+fn numbers(footprint: &Footprint, op: MemoryOp) -> (Vec<DataAttribute>, String, String) {
     match footprint {
-        Footprint::Global(global) => global_numbers(global),
+        Footprint::Global(global) => global_numbers(global, op),
         Footprint::Banks(banks) => bank_numbers(banks),
     }
 }
@@ -160,7 +165,8 @@ fn data(name: &'static str, value: impl ToString) -> DataAttribute {
     }
 }
 
-fn global_numbers(global: &GlobalFootprint) -> (Vec<DataAttribute>, String, String) {
+fn global_numbers(global: &GlobalFootprint, op: MemoryOp) -> (Vec<DataAttribute>, String, String) {
+    let moved = op.moved();
     let sectors = global.sectors_per_request();
     let lines = global.lines_touched();
     let sector_pct = percent(global.sector_efficiency());
@@ -172,10 +178,11 @@ fn global_numbers(global: &GlobalFootprint) -> (Vec<DataAttribute>, String, Stri
         data("line-bytes", global.line_bytes_fetched()),
         data("used-bytes", global.used_bytes()),
         data("sector-efficiency", &sector_pct),
+        data("moved", moved),
         data("line-efficiency", &line_pct),
     ];
     let text = format!(
-        "{sectors} {} per request ({} B fetched) in {lines} {} ({} B); {} B used: {sector_pct} % of the sectors' bytes, {line_pct} % of the lines'.",
+        "{sectors} {} per request ({} B {moved}) in {lines} {} ({} B); {} B used: {sector_pct} % of the sectors' bytes, {line_pct} % of the lines'.",
         plural(sectors, "sector", "sectors"),
         global.sector_bytes_fetched(),
         plural(lines, "line", "lines"),
@@ -183,7 +190,7 @@ fn global_numbers(global: &GlobalFootprint) -> (Vec<DataAttribute>, String, Stri
         global.used_bytes(),
     );
     let short = format!(
-        "{sectors} {} · {lines} {} · {} B used of {} B fetched ({sector_pct} %)",
+        "{sectors} {} · {lines} {} · {} B used of {} B {moved} ({sector_pct} %)",
         plural(sectors, "sector", "sectors"),
         plural(lines, "line", "lines"),
         global.used_bytes(),

@@ -196,10 +196,20 @@ pub enum Field {
     Kernels,
     /// A pipelined row's device → host copies, all chunks together.
     D2h,
+    /// The L2's sector hit rate, per cent, from the profile.
+    L2HitRate,
+    /// The L2 fetch granularity the driver reported once the row's `l2` controls were set, bytes.
+    L2Fetch,
+    /// The fetch granularity the driver reported before them (what the other rows ran with).
+    L2FetchBefore,
+    /// The L2 set-aside for persisting lines the driver reported, MiB.
+    L2Persisting,
+    /// The access-policy window the driver reported, MiB.
+    L2Window,
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 22] = [
+    const NAMES: [(&'static str, Field); 27] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -222,6 +232,11 @@ impl Field {
         ("h2d", Field::H2d),
         ("kernels", Field::Kernels),
         ("d2h", Field::D2h),
+        ("l2_hit_rate", Field::L2HitRate),
+        ("l2_fetch", Field::L2Fetch),
+        ("l2_fetch_before", Field::L2FetchBefore),
+        ("l2_persisting", Field::L2Persisting),
+        ("l2_window", Field::L2Window),
     ];
 
     /// The name directives use.
@@ -560,6 +575,12 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
         Field::DramThroughput => profiled(results, variant)?
             .dram_throughput_pct
             .ok_or_else(|| missing("DRAM throughput in its profile"))?,
+        Field::L2HitRate => profiled(results, variant)?
+            .l2_hit_rate_pct
+            .ok_or_else(|| missing("the L2 hit rate in its profile"))?,
+        Field::L2Fetch | Field::L2FetchBefore | Field::L2Persisting | Field::L2Window => {
+            return l2_reported(row, field).ok_or_else(|| missing("L2 controls read back"));
+        }
         Field::DramIntensity => {
             profiled(results, variant)?;
             figures::dram_intensity(results, variant)
@@ -594,6 +615,20 @@ fn timeline_quantity(
         _ => return None,
     };
     Some(ms * 1000.0)
+}
+
+/// What the driver reported of a row's L2 controls: bytes for the fetch granularity, MiB for
+/// the set-aside and the window.
+fn l2_reported(row: &VariantResult, field: Field) -> Option<f64> {
+    let l2 = row.l2.as_ref()?;
+    let mib = |bytes: u64| bytes as f64 / f64::from(1u32 << 20);
+    match field {
+        Field::L2Fetch => l2.reported.fetch_granularity_bytes.map(|b| b as f64),
+        Field::L2FetchBefore => l2.before.fetch_granularity_bytes.map(|b| b as f64),
+        Field::L2Persisting => l2.reported.persisting_bytes.map(mib),
+        Field::L2Window => l2.reported.window.as_ref().map(|w| mib(w.bytes)),
+        _ => None,
+    }
 }
 
 /// The Nsight Compute counters of `variant`'s launch.
@@ -640,13 +675,17 @@ fn format_field(field: Field, value: f64) -> String {
         | Field::PctPeak
         | Field::Spread
         | Field::Occupancy
-        | Field::DramThroughput => format!("{value:.1} %"),
+        | Field::DramThroughput
+        | Field::L2HitRate => format!("{value:.1} %"),
         Field::Counter
         | Field::Rate
         | Field::DramRead
         | Field::WarpInstructions
         | Field::DramIntensity => crate::format::format_sig(value),
         Field::Sectors | Field::Waves => significant(value),
+        Field::L2Fetch | Field::L2FetchBefore | Field::L2Persisting | Field::L2Window => {
+            significant(value)
+        }
     }
 }
 

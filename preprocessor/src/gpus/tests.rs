@@ -62,6 +62,7 @@ fn measured(name: &str, kernel: Option<&str>, median_ms: f64) -> VariantResult {
         params: None,
         sampling_seconds: None,
         timeline: None,
+        l2: None,
     }
 }
 

@@ -38,6 +38,11 @@ pub struct FakeDevice {
     pub index: usize,
     /// The pipeline timed last and its simulated event times ([`pipeline::simulate`]).
     pub last_pipeline: Option<(pipeline::Pipeline, Vec<f64>)>,
+    /// Every L2 request made, in order, and the L2 controls now in force.
+    pub l2_requests: Vec<l2::L2Request>,
+    pub l2: l2::L2Report,
+    /// Refuse L2 controls as a backend without them does (HIP's).
+    pub no_l2_controls: bool,
 }
 
 /// Written in a kernel's source, it makes the fake device leave the output's last element
@@ -97,6 +102,17 @@ pub fn busy(index: usize) -> bool {
     })
 }
 
+/// The fake GPU's L2 controls before any is set: a 64-byte fill, no set-aside, no window, and
+/// limits of 512 KiB persisting (half its L2) and 1 MiB windows, to which it clamps requests
+/// as a driver does.
+pub const FAKE_L2_DEFAULTS: l2::L2Report = l2::L2Report {
+    fetch_granularity: 64,
+    persisting_bytes: 0,
+    window: None,
+    max_persisting_bytes: Some(512 << 10),
+    max_window_bytes: Some(1 << 20),
+};
+
 impl Default for FakeDevice {
     fn default() -> Self {
         FakeDevice {
@@ -128,6 +144,9 @@ impl Default for FakeDevice {
             host: Vec::new(),
             index: 0,
             last_pipeline: None,
+            l2_requests: Vec::new(),
+            l2: FAKE_L2_DEFAULTS,
+            no_l2_controls: false,
         }
     }
 }
@@ -194,6 +213,32 @@ impl FakeDevice {
 impl Device for FakeDevice {
     fn info(&self) -> &DeviceInfo {
         &self.info
+    }
+
+    /// Keeps the request and reports it back clamped to [`FAKE_L2_DEFAULTS`]' limits.
+    fn set_l2(&mut self, request: &l2::L2Request) -> Result<l2::L2Report, DeviceError> {
+        if self.no_l2_controls {
+            return Err(l2::unsupported());
+        }
+        self.l2_requests.push(*request);
+        let max = |limit: Option<u64>| limit.unwrap_or(u64::MAX);
+        if let Some(bytes) = request.fetch_granularity {
+            self.l2.fetch_granularity = bytes.min(128);
+        }
+        if let Some(bytes) = request.persisting_bytes {
+            self.l2.persisting_bytes = bytes.min(max(self.l2.max_persisting_bytes));
+        }
+        self.l2.window = match request.window {
+            Some(window) if window.buffer.0 >= self.buffers.len() => {
+                return Err(DeviceError::invalid("L2 controls", "no such buffer"));
+            }
+            Some(window) => Some((
+                (window.bytes as u64).min(max(self.l2.max_window_bytes)),
+                window.hit_ratio,
+            )),
+            None => None,
+        };
+        Ok(self.l2)
     }
     fn driver_version(&self) -> String {
         "fake 1.0".into()
@@ -272,8 +317,11 @@ impl Device for FakeDevice {
     fn transpose_library(&mut self) -> Result<String, DeviceError> {
         Ok("fake BLAS".into())
     }
-    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
-        Ok("fake BLAS sgemm".into())
+    fn gemm_library(&mut self, precision: GemmPrecision) -> Result<String, DeviceError> {
+        Ok(match precision {
+            GemmPrecision::F32 => "fake BLAS sgemm".into(),
+            GemmPrecision::Bf16 => "fake BLAS gemm bf16".into(),
+        })
     }
     fn stage_host(&mut self, _pinned: bool, data: &[u8]) -> Result<(), DeviceError> {
         self.host = data.to_vec();
@@ -312,8 +360,24 @@ impl Device for FakeDevice {
                 let data = self.buffers[src.0].clone();
                 self.buffers[dst.0] = crate::references::transpose::transpose(&data, rows, cols, 4);
             }
-            Op::Gemm { c, a, b, m, n, k } => {
-                let product = matmul(&self.buffers[a.0], &self.buffers[b.0], [m, n, k]);
+            Op::Gemm {
+                c,
+                a,
+                b,
+                m,
+                n,
+                k,
+                precision,
+            } => {
+                let input = |id: BufferId| match precision {
+                    GemmPrecision::F32 => self.buffers[id.0].clone(),
+                    // BF16 is the top half of an f32's bits.
+                    GemmPrecision::Bf16 => self.buffers[id.0]
+                        .chunks_exact(2)
+                        .flat_map(|h| [0, 0, h[0], h[1]])
+                        .collect(),
+                };
+                let product = matmul(&input(a), &input(b), [m, n, k]);
                 self.buffers[c.0][..product.len()].copy_from_slice(&product);
             }
             Op::Copy { dst, src, bytes } => {

@@ -28,8 +28,8 @@
 //! [`Kernel::param_sizes`]).
 
 use super::{
-    BufferId, CompiledKernel, Device, DeviceError, DeviceErrorKind, KernelArg, KernelId,
-    LoadedKernel, Op, TensorMapBytes, TensorMapId, TensorMapRequest,
+    BufferId, CompiledKernel, Device, DeviceError, DeviceErrorKind, GemmPrecision, KernelArg,
+    KernelId, LoadedKernel, Op, TensorMapBytes, TensorMapId, TensorMapRequest,
 };
 use kernelbook_core::results::{Clocks, DeviceInfo, LaunchShape};
 
@@ -211,24 +211,21 @@ pub trait Vendor {
     fn transpose_library(&mut self) -> Result<String, DeviceError> {
         Err(no_library_transpose())
     }
-    /// The vendor library behind [`Op::Gemm`] (see [`Device::sgemm_library`]).
-    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
-        Err(no_library("sgemm", "matrix product"))
+    /// The vendor library behind [`Op::Gemm`] (see [`Device::gemm_library`]).
+    fn gemm_library(&mut self, precision: GemmPrecision) -> Result<String, DeviceError> {
+        Err(no_gemm(precision))
     }
-    /// Queues the library's row-major fp32 `c = a · b` (see [`Op::Gemm`]); the sizes have been
+    /// Queues the library's row-major `c = a · b` (see [`Op::Gemm`]); the sizes have been
     /// checked against the buffers.
-    #[allow(clippy::too_many_arguments)]
     fn gemm(
         &mut self,
         c: &mut Self::Buffer,
-        a: &Self::Buffer,
-        b: &Self::Buffer,
-        m: usize,
-        n: usize,
-        k: usize,
+        [a, b]: [&Self::Buffer; 2],
+        [m, n, k]: [usize; 3],
+        precision: GemmPrecision,
     ) -> Result<(), DeviceError> {
         let _ = (c, a, b, m, n, k);
-        Err(no_library("sgemm", "matrix product"))
+        Err(no_gemm(precision))
     }
     /// See [`Device::start_loading_transpose_library`].
     fn start_loading_transpose_library(&self) {}
@@ -307,9 +304,24 @@ pub trait Vendor {
         let _ = mark;
         Err(super::pipeline::no_streams())
     }
+    /// Sets L2 controls (see [`Device::set_l2`]), `window` over one of the device's buffers;
+    /// none by default.
+    fn set_l2(
+        &self,
+        request: &super::l2::L2Request,
+        window: Option<super::l2::VendorWindow<'_, Self::Buffer>>,
+    ) -> Result<super::l2::L2Report, DeviceError> {
+        let _ = (request, window);
+        Err(super::l2::unsupported())
+    }
 }
 
-fn no_library(operation: &'static str, what: &str) -> DeviceError {
+/// Why a backend without a library matrix product of that precision runs none.
+fn no_gemm(precision: GemmPrecision) -> DeviceError {
+    let (operation, what) = match precision {
+        GemmPrecision::F32 => ("sgemm", "matrix product"),
+        GemmPrecision::Bf16 => ("gemm bf16", "BF16 tensor-core matrix product"),
+    };
     DeviceError::of_kind(
         DeviceErrorKind::Unavailable,
         operation,
@@ -417,10 +429,20 @@ impl<V: Vendor> GpuDevice<V> {
 
     /// `c = a · b` by the vendor library, `[c, a, b]` three distinct buffers large enough for
     /// their `[m, n, k]` matrices.
-    fn gemm(&mut self, [c, a, b]: [BufferId; 3], [m, n, k]: [usize; 3]) -> Result<(), DeviceError> {
-        const OPERATION: &str = "sgemm";
-        let floats = |rows: usize, cols: usize| rows.checked_mul(cols)?.checked_mul(4);
-        let needs = [(a, floats(m, k)), (b, floats(k, n)), (c, floats(m, n))];
+    fn gemm(
+        &mut self,
+        [c, a, b]: [BufferId; 3],
+        [m, n, k]: [usize; 3],
+        precision: GemmPrecision,
+    ) -> Result<(), DeviceError> {
+        const OPERATION: &str = "gemm";
+        let input = precision.input_bytes();
+        let bytes = |rows: usize, cols: usize, size| rows.checked_mul(cols)?.checked_mul(size);
+        let needs = [
+            (a, bytes(m, k, input)),
+            (b, bytes(k, n, input)),
+            (c, bytes(m, n, 4)),
+        ];
         for (id, bytes) in needs {
             let have = buffer(OPERATION, &self.buffers, id)?.len();
             if bytes.is_none_or(|bytes| bytes > have) {
@@ -443,7 +465,7 @@ impl<V: Vendor> GpuDevice<V> {
             _ => after.get(id.0 - c.0 - 1),
         };
         match (input(a), input(b)) {
-            (Some(a), Some(b)) => self.vendor.gemm(out, a, b, m, n, k),
+            (Some(a), Some(b)) => self.vendor.gemm(out, [a, b], [m, n, k], precision),
             _ => Err(DeviceError::invalid(OPERATION, "no such buffer")),
         }
     }
@@ -757,8 +779,15 @@ impl<V: Vendor> Device for GpuDevice<V> {
         self.vendor.start_loading_transpose_library();
     }
 
-    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
-        self.vendor.sgemm_library()
+    fn gemm_library(&mut self, precision: GemmPrecision) -> Result<String, DeviceError> {
+        self.vendor.gemm_library(precision)
+    }
+
+    fn set_l2(
+        &mut self,
+        request: &super::l2::L2Request,
+    ) -> Result<super::l2::L2Report, DeviceError> {
+        self.set_l2_controls(request)
     }
 
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError> {
@@ -775,7 +804,15 @@ impl<V: Vendor> Device for GpuDevice<V> {
                 rows,
                 cols,
             } => self.transpose(dst, src, rows, cols),
-            Op::Gemm { c, a, b, m, n, k } => self.gemm([c, a, b], [m, n, k]),
+            Op::Gemm {
+                c,
+                a,
+                b,
+                m,
+                n,
+                k,
+                precision,
+            } => self.gemm([c, a, b], [m, n, k], precision),
             Op::HostToDevice { dst, bytes, pinned } => self.host_to_device(dst, bytes, pinned),
             Op::DeviceToHost { src, bytes, pinned } => self.device_to_host(src, bytes, pinned),
             Op::Sequence(ops) => ops.iter().try_for_each(|op| self.run(op)),
@@ -877,6 +914,8 @@ impl<V: Vendor> Device for GpuDevice<V> {
     }
 }
 
+mod l2;
 mod pipeline;
+
 #[cfg(test)]
 mod tests;

@@ -13,10 +13,12 @@ pub mod cuda;
 pub mod fake;
 pub mod gpu;
 pub mod hip;
+pub mod l2;
 pub mod pipeline;
 pub mod ptxas;
 pub mod select;
 
+pub use kernelbook_core::builtins::GemmPrecision;
 use kernelbook_core::results::{DeviceInfo, LaunchShape};
 use kernelbook_core::spec::{ElemType, Swizzle};
 
@@ -90,8 +92,9 @@ pub enum Op<'a> {
         rows: usize,
         cols: usize,
     },
-    /// The vendor library's row-major fp32 matrix product `c = a · b` (`a` of `m × k`, `b` of
-    /// `k × n` floats): cuBLAS `sgemm` on NVIDIA, without TF32.
+    /// The vendor library's row-major matrix product `c = a · b` (`a` of `m × k`, `b` of
+    /// `k × n` elements of `precision`, `c` fp32): cuBLAS `sgemm` on NVIDIA, without TF32, or
+    /// `cublasGemmEx` on BF16 inputs with fp32 accumulation.
     Gemm {
         c: BufferId,
         a: BufferId,
@@ -99,6 +102,7 @@ pub enum Op<'a> {
         m: usize,
         n: usize,
         k: usize,
+        precision: GemmPrecision,
     },
     /// A copy from the host staging buffer ([`Device::stage_host`]) into `dst`: page-locked
     /// (`pinned`) or ordinary pageable memory.
@@ -226,9 +230,10 @@ pub trait Device {
     /// none on this machine (an error of kind [`DeviceErrorKind::Unavailable`] where the
     /// library is missing; its `message` is the reason to show).
     fn transpose_library(&mut self) -> Result<String, DeviceError>;
-    /// The vendor library behind [`Op::Gemm`] (e.g. "cuBLAS 13.1 sgemm"), or why there is none,
+    /// The vendor library behind [`Op::Gemm`] of that precision (e.g. "cuBLAS 13.1 sgemm"), or
+    /// why there is none,
     /// as for [`Device::transpose_library`].
-    fn sgemm_library(&mut self) -> Result<String, DeviceError>;
+    fn gemm_library(&mut self, precision: GemmPrecision) -> Result<String, DeviceError>;
     /// Starts loading the library behind [`Op::Transpose`] on another thread, if it is one
     /// to load, so that a lab's first library transpose does not wait for it. Touches files
     /// only, not the GPU.
@@ -259,6 +264,13 @@ pub trait Device {
     /// The SM and memory clocks now, where the driver reports them.
     fn clocks(&self) -> Option<kernelbook_core::results::Clocks> {
         None
+    }
+    /// Sets the L2 controls of `request` for the work queued after it (waiting for the work
+    /// before) and reads them back. An error of kind [`DeviceErrorKind::Unavailable`] where the
+    /// backend has none.
+    fn set_l2(&mut self, request: &l2::L2Request) -> Result<l2::L2Report, DeviceError> {
+        let _ = request;
+        Err(l2::unsupported())
     }
 }
 
@@ -431,6 +443,86 @@ impl std::str::FromStr for BackendChoice {
             other => Err(UnknownBackend::Unknown(other.to_string())),
         }
     }
+}
+
+impl BackendChoice {
+    /// The backend that produced a device of `info.backend` ("cuda", "hip", "fake"), where
+    /// this choice is `Auto`; any other choice is itself.
+    pub fn or_of(self, info: &DeviceInfo) -> BackendChoice {
+        match (self, BackendChoice::of(info)) {
+            (BackendChoice::Auto, Some(vendor)) => vendor,
+            (choice, _) => choice,
+        }
+    }
+
+    /// The backend that described `info` (its `backend`: "cuda", "hip", "fake"), if this
+    /// build has it.
+    pub fn of(info: &DeviceInfo) -> Option<BackendChoice> {
+        info.backend.parse().ok()
+    }
+
+    /// Whether the Python rows (PyTorch, Triton) run on this backend's GPUs, where a child is
+    /// shown only the GPU measured on (by its UUID).
+    pub fn runs_python_rows(self) -> bool {
+        self == BackendChoice::Cuda
+    }
+
+    /// Why NVIDIA's compute-sanitizer cannot check this backend's GPUs, where it cannot (the
+    /// fake device of kernelbook's own tests runs under a stand-in tool).
+    pub fn sanitizer_unavailable(self) -> Option<&'static str> {
+        match self {
+            BackendChoice::Cuda | BackendChoice::Fake => None,
+            BackendChoice::Auto | BackendChoice::Hip => {
+                Some("compute-sanitizer checks NVIDIA GPUs only, and this one is AMD's (HIP)")
+            }
+        }
+    }
+
+    /// This backend's compiler, which needs no GPU: what checks an edited kernel on a machine
+    /// without one. `Auto` is CUDA's, else HIP's.
+    pub fn compiler(self) -> Result<Box<dyn Compiler + Send>, BackendError> {
+        let cuda = || cuda::Nvrtc::load().map(|c| Box::new(c) as Box<dyn Compiler + Send>);
+        let hip = || hip::Hiprtc::load().map(|c| Box::new(c) as Box<dyn Compiler + Send>);
+        match self {
+            BackendChoice::Cuda => Ok(cuda()?),
+            BackendChoice::Hip => Ok(hip()?),
+            BackendChoice::Auto => {
+                cuda().or_else(|cuda| hip().map_err(|hip| BackendError::Neither { cuda, hip }))
+            }
+            BackendChoice::Fake => fake_compiler(),
+        }
+    }
+}
+
+#[cfg(any(test, feature = "testing"))]
+fn fake_compiler() -> Result<Box<dyn Compiler + Send>, BackendError> {
+    Ok(Box::new(fake::FakeCompiler))
+}
+
+#[cfg(not(any(test, feature = "testing")))]
+fn fake_compiler() -> Result<Box<dyn Compiler + Send>, BackendError> {
+    Err(BackendError::FakeNotBuilt)
+}
+
+/// What every vendor's libraries need of the process, done first thing in `main`: NVRTC's
+/// compute cache turned off, so that the compiler's log keeps ptxas's resource report.
+///
+/// # Safety
+/// Call before any thread exists (it sets environment variables).
+pub unsafe fn set_up_process() {
+    // SAFETY: the caller's promise, passed on.
+    unsafe { cuda::disable_compute_cache() };
+}
+
+/// The project whose folders (its `.venv-nvrtc`) the vendors' libraries are also looked for in.
+pub fn set_project_root(root: &std::path::Path) {
+    cuda::nvrtc_search::set_project_root(root);
+}
+
+/// Gives a child of this process (the measuring child, through ncu or compute-sanitizer too)
+/// the environment that finds the vendor libraries this process found.
+pub fn pass_environment_to_child(command: &mut std::process::Command) {
+    cuda::nvrtc_search::pass_to_child(command);
 }
 
 /// A vendor whose runtime and compiler were found, with the GPU it reports.

@@ -15,6 +15,7 @@ mod ahead;
 mod buffers;
 mod diagnose;
 mod expected;
+mod l2;
 mod progress;
 mod results;
 mod sample;
@@ -253,9 +254,60 @@ impl LabRun<'_> {
         progress: &mut dyn Progress,
         rows: &mut Rows,
     ) -> Option<DeviceError> {
+        let l2 = match &row.variant.l2 {
+            Some(l2) if row.variant.unsupported.is_none() => {
+                match l2::apply(self.plan, l2, &self.buffers.ids, device) {
+                    Ok(applied) => Some(applied),
+                    Err(err) => return self.l2_refused(row, purpose, err, progress, rows),
+                }
+            }
+            _ => None,
+        };
+        let error = self.run_row_as(row, purpose, (device, external), progress, rows, &l2);
+        let undone = l2.and_then(|applied| applied.undo(device).err());
+        error.or(undone)
+    }
+
+    /// A row whose L2 controls the device refused: unavailable where the backend has none,
+    /// failed otherwise; the device error, unless it is only that the backend has none.
+    fn l2_refused(
+        &self,
+        row: &Row<'_>,
+        purpose: Purpose,
+        err: DeviceError,
+        progress: &mut dyn Progress,
+        rows: &mut Rows,
+    ) -> Option<DeviceError> {
+        let unavailable = err.kind == crate::backend::DeviceErrorKind::Unavailable;
+        if purpose == Purpose::Measure {
+            let outcome = if unavailable {
+                Outcome::Unavailable {
+                    reason: err.message.clone(),
+                }
+            } else {
+                launch_failure(&err)
+            };
+            let result = result_template(self.plan, row.variant, outcome);
+            progress.finished(&result);
+            rows.results.push(result);
+        }
+        (!unavailable).then_some(err)
+    }
+
+    /// [`LabRun::run_row`] once the row's L2 controls (`l2`) are in force.
+    fn run_row_as(
+        &mut self,
+        row: &Row<'_>,
+        purpose: Purpose,
+        (device, external): (&mut dyn Device, &mut dyn ExternalReferences),
+        progress: &mut dyn Progress,
+        rows: &mut Rows,
+        l2: &Option<l2::Applied>,
+    ) -> Option<DeviceError> {
         match purpose {
             Purpose::Measure => {
-                let (result, error) = self.measure(row, device, external, progress);
+                let (mut result, error) = self.measure(row, device, external, progress);
+                result.l2 = l2.as_ref().map(|applied| applied.result.clone());
                 progress.finished(&result);
                 rows.results.push(result);
                 error

@@ -20,8 +20,8 @@ pub fn result_template(plan: &LabPlan, variant: &VariantPlan, outcome: Outcome) 
             .map(|build| (build.key.clone(), build.source.source_hash()))
             .collect(),
         OpPlan::Python(op) => op
-            .script
-            .iter()
+            .script()
+            .into_iter()
             .map(|script| (script.name.clone(), script.source_hash()))
             .collect(),
         _ => Default::default(),
@@ -51,6 +51,7 @@ pub fn result_template(plan: &LabPlan, variant: &VariantPlan, outcome: Outcome) 
         params: Some(variant.params.clone()),
         sampling_seconds: None,
         timeline: None,
+        l2: None,
     }
 }
 

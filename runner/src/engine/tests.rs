@@ -694,6 +694,34 @@ fn the_library_product_is_checked_like_a_kernel() {
     assert!(err.message.contains("must hold 128 f32 elements"), "{err}");
 }
 
+/// The BF16 peer multiplies the lab's f32 inputs rounded to BF16: within a BF16 tolerance of the
+/// fp32 product it passes, and within the fp32 one it fails (the rounding is really there).
+#[test]
+fn the_bf16_product_rounds_its_inputs_and_is_checked_within_its_own_tolerance() {
+    let bf16 = |compare: &str| {
+        SGEMM_LAB.replace(
+            "[[variants]]\nname = \"blas\"\nbuiltin = \"library_sgemm\"",
+            &format!(
+                "[[variants]]\nname = \"blas\"\nbuiltin = \"library_gemm_bf16\"\n\
+                 check = {{ against = \"host\", output = \"c\", compare = {compare} }}"
+            ),
+        )
+    };
+    let outcome = |lab: &str| {
+        let mut device = FakeDevice::new();
+        device.define("matmul", host_matmul);
+        let plan = plan(lab, &BTreeMap::from([kernel("matmul", "ok")]));
+        let results = measure(&mut device, &plan, 42).results;
+        let blas = results.variant("blas").expect("the row").clone();
+        assert_eq!(blas.implementation.as_deref(), Some("fake BLAS gemm bf16"));
+        blas.outcome
+    };
+    let loose = outcome(&bf16("{ rtol = 1e-2, atol = 0.05 }"));
+    assert!(matches!(loose, Outcome::Measured { .. }), "{loose:?}");
+    let tight = outcome(&bf16("{ rtol = 1e-7, atol = 1e-7 }"));
+    assert!(matches!(tight, Outcome::WrongResult { .. }), "{tight:?}");
+}
+
 /// A lab prepared ahead (inputs drawn, references computed on the preparing thread) measures
 /// exactly as one prepared when it comes up, and is taken once: a second run prepares anew.
 #[test]
@@ -910,4 +938,67 @@ fn a_pipelined_row_whose_kernel_writes_nothing_fails_its_check() {
         row.outcome
     );
     assert_eq!(row.timeline, None);
+}
+
+/// The transpose lab with L2 controls on its good variant: a fetch granularity, a set-aside
+/// larger than the fake GPU allows and a window over the input.
+fn l2_lab() -> String {
+    LAB.replace(
+        "kernel = \"transpose\"\n",
+        "kernel = \"transpose\"\nl2 = { fetch_granularity = 32, persisting_bytes = \"16777216\", \
+         window = { buffer = \"in\", hit_ratio = 0.5 } }\n",
+    )
+}
+
+#[test]
+fn a_variants_l2_controls_are_set_around_it_read_back_and_undone() {
+    let mut device = FakeDevice::new();
+    let results = measure(&mut device, &plan(&l2_lab(), &transpose_kernels()), 42).results;
+    let good = results.variant("good").expect("good");
+    assert!(
+        matches!(good.outcome, Outcome::Measured { .. }),
+        "{:?}",
+        good.outcome
+    );
+    let l2 = good.l2.as_ref().expect("the row keeps its L2 controls");
+    assert_eq!(
+        l2.before.fetch_granularity_bytes,
+        Some(64),
+        "the driver's before"
+    );
+    assert_eq!(l2.requested.fetch_granularity_bytes, Some(32));
+    assert_eq!(l2.reported.fetch_granularity_bytes, Some(32));
+    assert_eq!(l2.requested.persisting_bytes, Some(1 << 24));
+    assert_eq!(
+        l2.reported.persisting_bytes,
+        Some(512 << 10),
+        "clamped by the device, and the results say so"
+    );
+    let window = l2.reported.window.as_ref().expect("window");
+    assert_eq!(
+        (window.buffer.as_str(), window.bytes, window.hit_ratio),
+        ("in", 64 * 64 * 4, 0.5)
+    );
+    assert_eq!(l2.max_persisting_bytes, Some(512 << 10));
+    // Read, set, undo: only around the one variant that asks.
+    assert_eq!(device.l2_requests.len(), 3, "{:?}", device.l2_requests);
+    assert!(device.l2_requests[1].reset_persisting_lines);
+    assert_eq!(device.l2, crate::backend::fake::FAKE_L2_DEFAULTS, "undone");
+    assert!(results.variant("memcpy").expect("memcpy").l2.is_none());
+}
+
+#[test]
+fn a_backend_without_l2_controls_marks_the_row_unavailable_and_runs_the_others() {
+    let mut device = FakeDevice::new();
+    device.no_l2_controls = true;
+    let results = measure(&mut device, &plan(&l2_lab(), &transpose_kernels()), 42).results;
+    let good = results.variant("good").expect("good");
+    let Outcome::Unavailable { reason } = &good.outcome else {
+        panic!("expected unavailable, got {:?}", good.outcome);
+    };
+    assert!(reason.contains("sets no L2 controls"), "{reason}");
+    assert!(matches!(
+        results.variant("memcpy").expect("memcpy").outcome,
+        Outcome::Measured { .. }
+    ));
 }

@@ -14,7 +14,7 @@ pub mod library;
 pub mod pipeline;
 pub mod python;
 
-use crate::backend::{BufferId, Device, KernelArg, KernelId, Op};
+use crate::backend::{BufferId, Device, GemmPrecision, KernelArg, KernelId, Op};
 use crate::plan::{LabPlan, OpPlan, VariantPlan};
 use kernelbook_core::results::{FailureStage, KernelResources, LaunchShape, Outcome};
 
@@ -84,6 +84,7 @@ pub enum Step {
         m: usize,
         n: usize,
         k: usize,
+        precision: GemmPrecision,
     },
     HostToDevice {
         dst: BufferId,
@@ -126,13 +127,22 @@ impl Step {
                 rows: *rows,
                 cols: *cols,
             },
-            Step::Gemm { c, a, b, m, n, k } => Op::Gemm {
+            Step::Gemm {
+                c,
+                a,
+                b,
+                m,
+                n,
+                k,
+                precision,
+            } => Op::Gemm {
                 c: *c,
                 a: *a,
                 b: *b,
                 m: *m,
                 n: *n,
                 k: *k,
+                precision: *precision,
             },
             Step::HostToDevice { dst, bytes, pinned } => Op::HostToDevice {
                 dst: *dst,

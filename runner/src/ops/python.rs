@@ -1,11 +1,12 @@
-//! Rows measured by the Python process (PyTorch's transpose, or a Python block of the book that
-//! defines `transpose(x)`). The engine never runs these: the supervisor does, once the GPU is
+//! Rows measured by the Python worker (PyTorch's transpose and sum, or a Python block of the
+//! book that defines `transpose(x)`). The engine never runs these: the supervisor does, once the GPU is
 //! free of the measuring child, through the build's one [`PythonPeers`].
 
-use crate::peers::{PeerRun, PythonPeers, TransposeRequest};
+use crate::backend::BackendChoice;
+use crate::peers::{PeerJob, PeerRequest, PeerRun, PythonPeers};
 use crate::plan::{LabPlan, PythonOp};
 use kernelbook_core::results::{DeviceInfo, FailureStage, Mismatch, Outcome};
-use kernelbook_core::stats::{StopReason, Summary};
+use kernelbook_core::stats::Summary;
 
 /// The outcome of a Python row, and the implementation that ran (e.g. "torch 2.11.0").
 pub fn measure(
@@ -14,30 +15,32 @@ pub fn measure(
     device: &DeviceInfo,
     peers: &PythonPeers,
 ) -> (Outcome, Option<String>) {
-    if device.backend != "cuda" {
+    if !BackendChoice::of(device).is_some_and(BackendChoice::runs_python_rows) {
         let reason = "the Python peers (PyTorch, Triton) run on CUDA devices only here".into();
         return (Outcome::Unavailable { reason }, None);
     }
     let rule = &plan.timing.rule;
-    let request = TransposeRequest {
-        rows: op.rows,
-        cols: op.cols,
+    let job = PeerJob {
+        name: &op.job,
+        params: &op.params,
+        block: op.script(),
+    };
+    let request = PeerRequest {
+        job,
         rule,
         flush_bytes: (device.l2_bytes * 2).max(64 << 20),
         warmup_runs: plan.timing.warmup_runs,
-        block: op.script.as_ref(),
     };
-    match peers.transpose(&request, plan.timeout()) {
+    match peers.measure(&request, plan.timeout()) {
         PeerRun::Measured {
             samples_ms,
             implementation,
+            stop_reason,
         } => {
             let outcome = match Summary::of(&samples_ms) {
                 Some(summary) => Outcome::Measured {
                     noisy: summary.is_noisy(rule),
-                    stop_reason: rule
-                        .verdict(&samples_ms, 0.0)
-                        .unwrap_or(StopReason::TimeLimit),
+                    stop_reason,
                     summary,
                     samples_ms,
                 },

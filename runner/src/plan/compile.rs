@@ -2,17 +2,17 @@
 //! problem found, at the lab file's line.
 
 use super::{
-    ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, GemmOp, HostCopyOp,
-    KernelBuild, KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, ReferencePlan, Target,
-    TensorMapPlan, TimingPlan, TransposeOp, VariantPlan,
+    ArgPlan, BufferPlan, CheckPlan, CounterPlan, DeviceCopyOp, Direction, GemmOp, GemmPrecision,
+    HostCopyOp, KernelBuild, KernelOp, LabPlan, LaunchPlan, OpPlan, PythonOp, ReferencePlan,
+    Target, TensorMapPlan, TimingPlan, TransposeOp, VariantPlan,
 };
 use crate::references::{self, Comparison};
 use kernelbook_core::expr::{Expr, Params};
 use kernelbook_core::results::{VariantParams, Work};
 use kernelbook_core::spec::{
-    ArgSpec, ArgValue, Builtin, BuiltinCheck, BytesMoved, CheckKind, CheckSpec, DeviceParams,
-    ElemType, Fill, LabError, LabSpec, LaunchSpec, PythonCheck, ScalarType, VariantSpec,
-    compile_flags,
+    ArgShape, ArgSpec, ArgValue, Builtin, BuiltinCheck, BytesMoved, CheckKind, CheckSpec,
+    CompareRule, DeviceParams, ElemType, Fill, LabError, LabSpec, LaunchSpec, PythonCheck,
+    ScalarType, VariantSpec, compile_flags,
 };
 use kernelbook_core::stats::StoppingRule;
 use kernelbook_core::{KernelSource, Language};
@@ -224,6 +224,7 @@ impl PlanCompiler<'_> {
                 own: variant.params.clone(),
                 sweep: variant.sweep_origin.clone(),
             },
+            l2: super::l2::resolve(lab, variant, buffers, &env)?,
         })
     }
 
@@ -436,8 +437,11 @@ impl PlanCompiler<'_> {
                 .pipelined(op, variant, check, buffers)
                 .map(OpPlan::Kernel);
         };
-        if builtin == Builtin::LibrarySgemm {
-            return self.gemm(variant, buffers, env).map(OpPlan::LibrarySgemm);
+        // The lab's validation checked the arguments against the builtin's descriptor.
+        if let Some(precision) = GemmPrecision::of(builtin) {
+            return self
+                .gemm(variant, buffers, env, precision)
+                .map(OpPlan::LibrarySgemm);
         }
         let [dst, src] = match variant.args.as_slice() {
             [dst, src] => [
@@ -445,14 +449,10 @@ impl PlanCompiler<'_> {
                 self.buffer_index(src, &here)?,
             ],
             _ => {
-                return Err(self.lab.variant_error(
-                    variant,
-                    format!(
-                        "builtin {} (variant `{}`) takes `args = [dst, src]`, two buffers",
-                        builtin.name(),
-                        variant.name
-                    ),
-                ));
+                let takes = builtin.descriptor().args.words();
+                return Err(self
+                    .lab
+                    .error_at(&here, format!("this builtin takes {takes}")));
             }
         };
         // A copy moves the check's input, whole: the reference's expected output is that input.
@@ -482,7 +482,12 @@ impl PlanCompiler<'_> {
             Builtin::HostToDevicePinned => host(Direction::HostToDevice, true),
             Builtin::DeviceToHostPageable => host(Direction::DeviceToHost, false),
             Builtin::DeviceToHostPinned => host(Direction::DeviceToHost, true),
-            Builtin::LibrarySgemm => self.gemm(variant, buffers, env).map(OpPlan::LibrarySgemm),
+            Builtin::LibrarySgemm | Builtin::LibraryGemmBf16 => Err(self
+                .lab
+                .error_at(&here, "a matrix product takes `args = [c, a, b, m, n, k]`")),
+            Builtin::TorchSum => self
+                .sum(check, &buffers[src], &here)
+                .map(|params| OpPlan::Python(PythonOp::job(builtin, params, None))),
             Builtin::LibraryTranspose => {
                 let (rows, cols) = self.transpose_shape(check, &here, env)?;
                 Ok(OpPlan::LibraryTranspose(TransposeOp {
@@ -498,9 +503,33 @@ impl PlanCompiler<'_> {
                     Some(name) => Some(self.source(name.get_ref(), name.get_ref())?.clone()),
                     None => None,
                 };
-                Ok(OpPlan::Python(PythonOp { rows, cols, script }))
+                let params = [("rows", rows as f64), ("cols", cols as f64)];
+                Ok(OpPlan::Python(PythonOp::job(builtin, params, script)))
             }
         }
+    }
+
+    /// `torch.sum` of a vector as long as `src` (f32), within the tolerance of the check.
+    fn sum(
+        &self,
+        check: &CheckSpec,
+        src: &BufferPlan,
+        near: &str,
+    ) -> Result<[(&'static str, f64); 3], LabError> {
+        if src.elem != ElemType::F32 {
+            return Err(self.lab.error_at(
+                near,
+                format!(
+                    "torch_sum sums f32: buffer `{}` holds {:?}",
+                    src.name, src.elem
+                ),
+            ));
+        }
+        let (rtol, atol) = match check.compare.as_ref().map(|compare| compare.rule) {
+            Some(CompareRule::Close { rtol, atol }) => (rtol, atol),
+            _ => (0.0, 0.0),
+        };
+        Ok([("n", src.len as f64), ("rtol", rtol), ("atol", atol)])
     }
 
     /// `args = [c, a, b, m, n, k]`, evaluated, with each buffer holding its matrix.
@@ -509,15 +538,18 @@ impl PlanCompiler<'_> {
         variant: &VariantSpec,
         buffers: &[BufferPlan],
         env: &Params,
+        precision: GemmPrecision,
     ) -> Result<GemmOp, LabError> {
         let here = variant.anchor();
+        let name = variant.builtin.map_or("a matrix product", Builtin::name);
         let [c, a, b, m, n, k] = variant.args.as_slice() else {
+            let takes = ArgShape::Gemm.words();
             return Err(self
                 .lab
-                .variant_error(variant, "library_sgemm takes `args = [c, a, b, m, n, k]`"));
+                .variant_error(variant, format!("{name} takes {takes}")));
         };
         let size = |text: &String| -> Result<usize, LabError> {
-            self.eval_into(&Expr::new(text.as_str()), "library_sgemm size", env)
+            self.eval_into(&Expr::new(text.as_str()), &format!("{name} size"), env)
         };
         let op = GemmOp {
             c: self.buffer_index(c, &here)?,
@@ -526,6 +558,7 @@ impl PlanCompiler<'_> {
             m: size(m)?,
             n: size(n)?,
             k: size(k)?,
+            precision,
         };
         let needs = [
             (op.c, op.m * op.n),
@@ -538,7 +571,7 @@ impl PlanCompiler<'_> {
                 return Err(self.lab.variant_error(
                     variant,
                     format!(
-                        "library_sgemm: buffer `{}` must hold {floats} f32 elements; it has {} {:?}",
+                        "{name}: buffer `{}` must hold {floats} f32 elements; it has {} {:?}",
                         buffer.name, buffer.len, buffer.elem
                     ),
                 ));

@@ -78,6 +78,10 @@ struct CounterMaterial<'a> {
     builds: Vec<serde_json::Value>,
     buffers: Vec<serde_json::Value>,
     tensor_maps: Vec<serde_json::Value>,
+    /// The variant's L2 controls: the same launches under another fetch granularity or
+    /// window are other counters. Absent where it sets none, so other keys stay as they were.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    l2: Option<&'a super::L2Plan>,
 }
 
 impl LabPlan {
@@ -144,6 +148,7 @@ impl LabPlan {
                 .filter_map(|&i| self.tensor_maps.get(i))
                 .map(|m| value(serde_json::to_value(m)))
                 .collect(),
+            l2: variant.l2.as_ref(),
         };
         let json = serde_json::to_vec(&material).unwrap_or_default();
         Some(

@@ -16,17 +16,21 @@
 mod compile;
 mod hardware;
 mod key;
+mod l2;
 
 pub use compile::{Measurement, compile};
 pub use key::Toolchain;
+pub use l2::{L2Plan, WindowPlan};
 
 use crate::references::Comparison;
 use kernelbook_core::KernelSource;
+pub use kernelbook_core::builtins::GemmPrecision;
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::{DeviceInfo, VariantParams, Work};
 use kernelbook_core::spec::{CompareRule, DeviceParams, ElemType, Fill, Swizzle};
 use kernelbook_core::stats::StoppingRule;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// The device properties a plan is compiled against: what decides whether a launch is
 /// possible, what kernels are compiled for, and what a lab's expressions may name
@@ -228,6 +232,10 @@ pub struct VariantPlan {
     /// the cache key holds them with the rest of the plan.
     #[serde(default)]
     pub params: VariantParams,
+    /// The L2 controls it runs under (`[l2]`), set before it and undone after it; absent where
+    /// it sets none (so that other labs' cache keys stay as they were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2: Option<L2Plan>,
 }
 
 /// What a variant runs: one kind of operation each (see the `ops` module of this crate, which prepares each).
@@ -243,7 +251,7 @@ pub enum OpPlan {
     HostCopy(HostCopyOp),
     /// The vendor library's transpose (cuBLAS `geam`).
     LibraryTranspose(TransposeOp),
-    /// The vendor library's fp32 matrix product (cuBLAS `sgemm`).
+    /// The vendor library's matrix product (cuBLAS `sgemm`, or `cublasGemmEx` on BF16 inputs).
     LibrarySgemm(GemmOp),
     /// A row measured by the Python process: PyTorch's transpose, or a Python block of the book.
     Python(PythonOp),
@@ -346,6 +354,9 @@ pub struct GemmOp {
     pub m: usize,
     pub n: usize,
     pub k: usize,
+    /// fp32 inputs, or `a` and `b` rounded to BF16 once before the product (untimed).
+    #[serde(default)]
+    pub precision: GemmPrecision,
 }
 
 /// A row-major `rows × cols` f32 transpose of `src` into `dst`.
@@ -357,13 +368,40 @@ pub struct TransposeOp {
     pub cols: usize,
 }
 
-/// A transpose timed in the Python process: PyTorch's (`script: None`) or the `transpose(x)`
-/// of a Python block of the book.
+/// A job timed in the Python worker (see the `peers` module): the builtin's name, which
+/// `worker.py`'s table of jobs knows, with its sizes and tolerances.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PythonOp {
-    pub rows: usize,
-    pub cols: usize,
+    /// The builtin's name, a key of `worker.py`'s `JOBS`.
+    pub job: String,
+    /// What the job is told, by name: `rows` and `cols` for a transpose, `n`, `rtol` and `atol`
+    /// for a sum.
+    pub params: BTreeMap<String, f64>,
+    /// The Python block of the book it runs (`python_transpose`).
     pub script: Option<KernelSource>,
+}
+
+impl PythonOp {
+    /// The worker's job for `builtin`, told `params`.
+    pub fn job<const N: usize>(
+        builtin: kernelbook_core::spec::Builtin,
+        params: [(&str, f64); N],
+        script: Option<KernelSource>,
+    ) -> PythonOp {
+        PythonOp {
+            job: builtin.name().to_string(),
+            params: params
+                .into_iter()
+                .map(|(name, value)| (name.to_string(), value))
+                .collect(),
+            script,
+        }
+    }
+
+    /// The Python block of the book it runs, if any.
+    pub fn script(&self) -> Option<&KernelSource> {
+        self.script.as_ref()
+    }
 }
 
 /// A value the kernel measures itself: element 0 of a u64 buffer, divided by `per`.

@@ -526,3 +526,80 @@ fn the_host_device_labs_pipelined_rows_plan_sixteen_chunks_on_one_to_four_stream
         assert_eq!(pipeline.chunk_args[15][4], ArgPlan::I64(15 << 22));
     }
 }
+
+/// The copy lab with L2 controls on its kernel variant.
+fn with_l2(l2: &str) -> String {
+    LAB.replace(
+        "access = \"coalesced\"",
+        &format!("access = \"coalesced\"\nl2 = {l2}"),
+    )
+}
+
+#[test]
+fn the_plan_carries_a_variants_l2_controls_evaluated_and_keys_them() {
+    let text = with_l2(
+        "{ fetch_granularity = 32, persisting_bytes = \"n * 2\", window = { buffer = \"src\", \
+         bytes = \"n * 2\", hit_ratio = 0.5 } }",
+    );
+    let plan = plan_of(&text, &kernels_at("a", 3)).expect("plan");
+    let scalar = plan
+        .variants
+        .iter()
+        .find(|v| v.name == "scalar")
+        .expect("scalar");
+    assert_eq!(
+        scalar.l2,
+        Some(L2Plan {
+            fetch_granularity: Some(32),
+            persisting_bytes: Some(2048),
+            window: Some(WindowPlan {
+                buffer: 0,
+                bytes: 2048,
+                hit_ratio: 0.5,
+            }),
+        })
+    );
+    let json = serde_json::to_string(&plan).expect("json");
+    assert_eq!(serde_json::from_str::<LabPlan>(&json).expect("back"), plan);
+    let plain = plan_of(&LAB, &kernels_at("a", 3)).expect("plan");
+    assert!(plain.variants.iter().all(|v| v.l2.is_none()));
+    assert!(
+        !serde_json::to_string(&plain)
+            .expect("json")
+            .contains("\"l2\""),
+        "a plan without L2 controls serialises as before (other labs' keys unchanged)"
+    );
+    assert_ne!(
+        plain.key(&toolchain()),
+        plan.key(&toolchain()),
+        "the cache key"
+    );
+    let counters = |plan: &LabPlan| {
+        let v = plan
+            .variants
+            .iter()
+            .find(|v| v.name == "scalar")
+            .expect("scalar");
+        plan.counter_key(v, "NVIDIA H200", "ncu", &["m"])
+    };
+    assert_ne!(counters(&plain), counters(&plan), "the counters' key");
+}
+
+#[test]
+fn a_window_past_its_buffer_is_an_error_at_the_variant() {
+    let text = with_l2(
+        "{ persisting_bytes = \"n\", window = { buffer = \"src\", bytes = \"n * 8\", hit_ratio = 1.0 } }",
+    );
+    let err = plan_of(&text, &kernels_at("a", 3)).expect_err("too long");
+    assert!(
+        err.message
+            .contains("spans 8192 bytes of `src`, which has 4096"),
+        "{err}"
+    );
+    let line = text
+        .lines()
+        .position(|l| l == "name = \"scalar\"")
+        .expect("written")
+        + 1;
+    assert_eq!(err.line, line, "{err}");
+}

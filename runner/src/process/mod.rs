@@ -303,3 +303,29 @@ impl Drop for ChildProcess {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests;
+
+/// The Python interpreter every Python worker runs (the peers' and the NumPy references'): the
+/// one `KERNELBOOK_PYTHON` names, else the project's virtualenv (`.venv-nvrtc`, then `.venv`, in
+/// the working folder or a folder above it), else the `python3` on the `PATH`.
+pub fn python_interpreter() -> String {
+    let cwd = std::env::current_dir().ok();
+    python_interpreter_in(
+        std::env::var("KERNELBOOK_PYTHON").ok().as_deref(),
+        cwd.as_deref(),
+    )
+}
+
+/// [`python_interpreter`] with the variable's value and the working folder given.
+pub fn python_interpreter_in(variable: Option<&str>, cwd: Option<&std::path::Path>) -> String {
+    if let Some(python) = variable.filter(|python| !python.trim().is_empty()) {
+        return python.to_string();
+    }
+    cwd.into_iter()
+        .flat_map(std::path::Path::ancestors)
+        .flat_map(|dir| [".venv-nvrtc", ".venv"].map(|venv| dir.join(venv).join("bin/python3")))
+        .find(|python| python.is_file())
+        .map_or_else(
+            || "python3".to_string(),
+            |python| python.display().to_string(),
+        )
+}

@@ -362,3 +362,28 @@ fn a_parent_ended_by_sigterm_kills_its_childrens_groups() {
         "the grandchild survived"
     );
 }
+
+#[test]
+fn the_python_interpreter_is_the_variables_then_the_projects_venv_then_python3() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let inner = dir.path().join("book/src");
+    std::fs::create_dir_all(&inner).expect("folders");
+    assert_eq!(python_interpreter_in(None, Some(&inner)), "python3");
+    let venv = dir.path().join(".venv/bin");
+    std::fs::create_dir_all(&venv).expect("venv");
+    std::fs::write(venv.join("python3"), "").expect("python3");
+    assert_eq!(
+        python_interpreter_in(None, Some(&inner)),
+        venv.join("python3").display().to_string(),
+        "found in a folder above"
+    );
+    assert_eq!(
+        python_interpreter_in(Some("/opt/py/bin/python3"), Some(&inner)),
+        "/opt/py/bin/python3"
+    );
+    assert_eq!(
+        python_interpreter_in(Some("  "), Some(&inner)),
+        venv.join("python3").display().to_string(),
+        "an empty variable is no choice"
+    );
+}

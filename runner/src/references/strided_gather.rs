@@ -1,4 +1,5 @@
-//! `reference = "strided_gather"`: `output[i] = input[i * stride]` for `i < count`, bit for bit.
+//! `reference = "strided_gather"`: `output[i] = input[i * stride]` for `i < count`, bit for bit;
+//! a read past the input's end wraps to its start, as the strided sweep's kernel does.
 
 use super::parallel::{CHEAP_CHUNK, for_each_chunk};
 use super::{Comparison, Reference, ReferenceCall, ReferenceError, product};
@@ -42,8 +43,9 @@ impl Reference for StridedGather {
     }
 }
 
-/// `out[i] = input[i * stride]` for `i < count`; elements past the input's end are left zero
-/// (the lab's buffer sizes make that impossible for a well-formed lab).
+/// `out[i] = input[i * stride]` for `i < count`, an index past the input's end taken modulo its
+/// length (the strided sweep's kernel masks it to a power-of-two input, so that its largest
+/// strides need no larger buffer).
 pub fn strided_gather(input: &[u8], count: usize, stride: usize, size: usize) -> Vec<u8> {
     let mut out = vec![0u8; count * size];
     for_each_chunk(&mut out, CHEAP_CHUNK * size, |index, chunk| {
@@ -52,8 +54,9 @@ pub fn strided_gather(input: &[u8], count: usize, stride: usize, size: usize) ->
             4 => gather(chunk.as_chunks_mut::<4>().0, input, first, stride),
             8 => gather(chunk.as_chunks_mut::<8>().0, input, first, stride),
             _ => {
+                let elements = input.len() / size;
                 for (k, slot) in chunk.chunks_mut(size).enumerate() {
-                    let from = (first + k) * stride * size;
+                    let from = wrapped((first + k) * stride, elements) * size;
                     if let Some(element) = input.get(from..from + size) {
                         slot.copy_from_slice(element);
                     }
@@ -67,11 +70,21 @@ pub fn strided_gather(input: &[u8], count: usize, stride: usize, size: usize) ->
 /// [`strided_gather`] into `out`, whose first slot is element `first`; elements of a size known
 /// at compile time copy as one load and store rather than a `memcpy` call each.
 fn gather<const N: usize>(out: &mut [[u8; N]], input: &[u8], first: usize, stride: usize) {
+    let elements = input.len() / N;
     for (k, slot) in out.iter_mut().enumerate() {
-        let from = (first + k) * stride * N;
+        let from = wrapped((first + k) * stride, elements) * N;
         if let Some(element) = input.get(from..from + N) {
             slot.copy_from_slice(element);
         }
+    }
+}
+
+/// `index` modulo `elements`: the element a read past the input's end wraps to.
+fn wrapped(index: usize, elements: usize) -> usize {
+    if index < elements {
+        index
+    } else {
+        index.checked_rem(elements).unwrap_or(index)
     }
 }
 
@@ -86,6 +99,22 @@ mod tests {
         let input = f32_bytes(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
         assert_eq!(strided_gather(&input, 3, 3, 4), f32_bytes(&[0.0, 3.0, 6.0]));
         assert_eq!(strided_gather(&input, 2, 4, 4), f32_bytes(&[0.0, 4.0]));
+    }
+
+    #[test]
+    fn reads_past_the_input_end_wrap_to_its_start() {
+        let input = f32_bytes(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+        // Elements 0, 4, 8 → 0, 12 → 4: the kernel's `& (len - 1)` on a power-of-two input.
+        assert_eq!(
+            strided_gather(&input, 4, 4, 4),
+            f32_bytes(&[0.0, 4.0, 0.0, 4.0])
+        );
+        let odd: Vec<u8> = (0u8..30).collect();
+        assert_eq!(
+            strided_gather(&odd, 3, 2, 5),
+            [0, 1, 2, 3, 4, 10, 11, 12, 13, 14, 20, 21, 22, 23, 24]
+        );
+        assert_eq!(strided_gather(&odd, 3, 4, 5)[10..], [10, 11, 12, 13, 14]);
     }
 
     #[test]

@@ -113,8 +113,9 @@ pub mod naive {
 
     pub fn strided_gather(input: &[u8], count: usize, stride: usize, size: usize) -> Vec<u8> {
         let mut out = vec![0u8; count * size];
+        let elements = input.len() / size;
         for (i, slot) in out.chunks_mut(size).enumerate() {
-            let from = i * stride * size;
+            let from = (i * stride % elements.max(1)) * size;
             if let Some(element) = input.get(from..from + size) {
                 slot.copy_from_slice(element);
             }

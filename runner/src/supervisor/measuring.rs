@@ -187,7 +187,7 @@ impl LiveChild {
     fn spawn(exe: &Path, backend: BackendChoice) -> Result<LiveChild, ChildFailure> {
         let mut command = Command::new(exe);
         command.arg(CHILD_ARG);
-        crate::backend::cuda::nvrtc_search::pass_to_child(&mut command);
+        crate::backend::pass_environment_to_child(&mut command);
         // In this process's group: Ctrl-C reaches it as it reaches us.
         let how = Spawn {
             own_group: false,

@@ -113,7 +113,7 @@ impl Supervisor {
     /// `CUDA_VISIBLE_DEVICES` takes).
     pub fn on_gpu(mut self, ordinal: usize, uuid: &str) -> Supervisor {
         self.ordinal = ordinal;
-        if self.backend == BackendChoice::Cuda {
+        if self.backend.runs_python_rows() {
             self.python = self.python.on_gpu(uuid);
         }
         self

@@ -111,7 +111,7 @@ pub(super) fn profile_variants(
         exe,
         &[OsString::from(crate::protocol::CHILD_ARG)],
     );
-    crate::backend::cuda::nvrtc_search::pass_to_child(&mut command);
+    crate::backend::pass_environment_to_child(&mut command);
     // ncu runs the real ncu as a child of its own, which would outlive a killed kernelbook:
     // under the keeper, the whole group ends with kernelbook.
     let command = crate::process::under_keeper(exe, &command);

@@ -72,11 +72,8 @@ pub(super) fn sanitize_variant(
     variant: &str,
     failure: Failure,
 ) -> Verdict {
-    // The fake device of kernelbook's own tests runs under a stand-in tool.
-    if !matches!(backend, BackendChoice::Cuda | BackendChoice::Fake) {
-        return Verdict::Unavailable {
-            why: "compute-sanitizer checks NVIDIA GPUs only, and this one is AMD's (HIP)".into(),
-        };
+    if let Some(why) = backend.sanitizer_unavailable() {
+        return Verdict::Unavailable { why: why.into() };
     }
     let Some(tool_path) = sanitizer::find_sanitizer() else {
         return Verdict::Unavailable {
@@ -150,7 +147,7 @@ pub(super) fn sanitize_variant(
             log_file: &log,
         };
         let mut command = sanitizer::command(&tool_path, &check, exe, &[OsString::from(CHILD_ARG)]);
-        crate::backend::cuda::nvrtc_search::pass_to_child(&mut command);
+        crate::backend::pass_environment_to_child(&mut command);
         let command = process::under_keeper(exe, &command);
         let ran = sanitizer::run_capturing(command, tool, &log, Some(&body), limit).map(
             |(report, stdout)| Ran {
@@ -198,7 +195,7 @@ fn request_body(
 fn run_plain(exe: &Path, body: &[u8], limit: Duration) -> Option<ChildReport> {
     let mut command = Command::new(exe);
     command.arg(CHILD_ARG);
-    crate::backend::cuda::nvrtc_search::pass_to_child(&mut command);
+    crate::backend::pass_environment_to_child(&mut command);
     let how = Spawn {
         own_group: true,
         stderr_lines: 64,

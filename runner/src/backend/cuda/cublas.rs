@@ -1,5 +1,6 @@
-//! cuBLAS for the library-transpose peer ([`Op::Transpose`](crate::backend::Op)): `geam` with
-//! A transposed, loaded on first use because the library is hundreds of megabytes.
+//! cuBLAS for the library peers ([`Op::Transpose`](crate::backend::Op): `geam` with A
+//! transposed; `Op::Gemm`: `sgemm`, or `cublasGemmEx` on BF16), loaded on first use because the
+//! library is hundreds of megabytes.
 
 use super::result;
 use crate::backend::{DeviceError, DeviceErrorKind};
@@ -142,6 +143,69 @@ impl Cublas {
                 &beta,
                 c_ptr as *mut f32,
                 n,
+            )
+        }
+        .result()
+        .map_err(|e| error(OPERATION, "", e))
+    }
+
+    /// Queues the row-major product `c = a · b` of BF16 matrices (`a` of `m × k`, `b` of
+    /// `k × n`) into fp32 `c` on the tensor cores: `cublasGemmEx` with BF16 inputs and fp32
+    /// compute and accumulation.
+    pub(super) fn gemm_bf16(
+        &self,
+        c: &mut CudaSlice<u8>,
+        a: &CudaSlice<u8>,
+        b: &CudaSlice<u8>,
+        [m, n, k]: [usize; 3],
+    ) -> Result<(), DeviceError> {
+        use cublas_sys::{cublasComputeType_t, cublasGemmAlgo_t, cudaDataType};
+        const OPERATION: &str = "cuBLAS gemmEx";
+        let fits = |buffer: &CudaSlice<u8>, rows: usize, cols: usize, size: usize| {
+            rows.checked_mul(cols)
+                .and_then(|elements| elements.checked_mul(size))
+                .is_some_and(|bytes| bytes <= buffer.len())
+        };
+        if !(fits(a, m, k, 2) && fits(b, k, n, 2) && fits(c, m, n, 4)) {
+            return Err(DeviceError::invalid(
+                OPERATION,
+                format!("an {m} × {n} × {k} product does not fit the buffers"),
+            ));
+        }
+        let dim = |v: usize| {
+            c_int::try_from(v)
+                .map_err(|_| DeviceError::invalid(OPERATION, format!("{v} does not fit an int")))
+        };
+        let (m, n, k) = (dim(m)?, dim(n)?, dim(k)?);
+        let (a_ptr, _a_sync) = a.device_ptr(&self.stream);
+        let (b_ptr, _b_sync) = b.device_ptr(&self.stream);
+        let (c_ptr, _c_sync) = c.device_ptr_mut(&self.stream);
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // As in `sgemm`: row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
+        // SAFETY: the three pointers are live allocations holding their matrices (checked
+        // above), on the stream the handle is bound to; alpha and beta are fp32 host locals,
+        // as CUBLAS_COMPUTE_32F requires.
+        unsafe {
+            cublas_sys::cublasGemmEx(
+                self.handle,
+                cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+                cublas_sys::cublasOperation_t::CUBLAS_OP_N,
+                n,
+                m,
+                k,
+                (&alpha as *const f32).cast(),
+                b_ptr as *const std::ffi::c_void,
+                cudaDataType::CUDA_R_16BF,
+                n,
+                a_ptr as *const std::ffi::c_void,
+                cudaDataType::CUDA_R_16BF,
+                k,
+                (&beta as *const f32).cast(),
+                c_ptr as *mut std::ffi::c_void,
+                cudaDataType::CUDA_R_32F,
+                n,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cublasGemmAlgo_t::CUBLAS_GEMM_DFALT,
             )
         }
         .result()

@@ -11,7 +11,9 @@ use super::result::{self, Check};
 use crate::backend::gpu::{
     DeviceMemory, GpuDevice, HostMemory, Kernel, LaunchArg, TimingEvent, Vendor,
 };
-use crate::backend::{CompiledKernel, DeviceError, LoadedKernel, TensorMapBytes, TensorMapRequest};
+use crate::backend::{
+    CompiledKernel, DeviceError, GemmPrecision, LoadedKernel, TensorMapBytes, TensorMapRequest,
+};
 use cudarc::driver::sys::{CUevent_flags, CUfunction_attribute};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig,
@@ -513,30 +515,33 @@ impl Vendor for Cuda {
         Ok(self.cublas.get(&self.ctx, &self.stream)?.name())
     }
 
-    fn sgemm_library(&mut self) -> Result<String, DeviceError> {
-        Ok(format!(
-            "{} sgemm",
-            self.cublas.get(&self.ctx, &self.stream)?.version()
-        ))
+    fn gemm_library(&mut self, precision: GemmPrecision) -> Result<String, DeviceError> {
+        let version = self.cublas.get(&self.ctx, &self.stream)?.version();
+        Ok(match precision {
+            GemmPrecision::F32 => format!("{version} sgemm"),
+            GemmPrecision::Bf16 => format!("{version} gemmEx (BF16 in, FP32 compute)"),
+        })
     }
 
     fn gemm(
         &mut self,
         c: &mut CudaSlice<u8>,
-        a: &CudaSlice<u8>,
-        b: &CudaSlice<u8>,
-        m: usize,
-        n: usize,
-        k: usize,
+        [a, b]: [&CudaSlice<u8>; 2],
+        mnk: [usize; 3],
+        precision: GemmPrecision,
     ) -> Result<(), DeviceError> {
+        let operation = match precision {
+            GemmPrecision::F32 => "cuBLAS sgemm",
+            GemmPrecision::Bf16 => "cuBLAS gemmEx",
+        };
         let cublas = self
             .cublas
             .get(&self.ctx, &self.stream)
-            .map_err(|why| DeviceError {
-                operation: "cuBLAS sgemm",
-                ..why
-            })?;
-        cublas.sgemm(c, a, b, [m, n, k])
+            .map_err(|why| DeviceError { operation, ..why })?;
+        match precision {
+            GemmPrecision::F32 => cublas.sgemm(c, a, b, mnk),
+            GemmPrecision::Bf16 => cublas.gemm_bf16(c, a, b, mnk),
+        }
     }
 
     fn start_loading_transpose_library(&self) {
@@ -561,6 +566,14 @@ impl Vendor for Cuda {
                 ..why
             })?;
         cublas.transpose(dst, src, rows, cols)
+    }
+
+    fn set_l2(
+        &self,
+        request: &crate::backend::l2::L2Request,
+        window: Option<crate::backend::l2::VendorWindow<'_, CudaSlice<u8>>>,
+    ) -> Result<crate::backend::l2::L2Report, DeviceError> {
+        super::l2::set(&self.ctx, &self.stream, request, window)
     }
 
     fn clocks(&self, info: &DeviceInfo) -> Option<Clocks> {

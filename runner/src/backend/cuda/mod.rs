@@ -19,6 +19,7 @@
 
 mod cublas;
 mod device;
+mod l2;
 mod nvrtc;
 pub mod nvrtc_search;
 mod probe;

@@ -203,11 +203,9 @@ impl Vendor for Recorder {
     fn gemm(
         &mut self,
         c: &mut Bytes,
-        a: &Bytes,
-        b: &Bytes,
-        m: usize,
-        n: usize,
-        k: usize,
+        [a, b]: [&Bytes; 2],
+        [m, n, k]: [usize; 3],
+        _: GemmPrecision,
     ) -> Result<(), DeviceError> {
         self.note(format!(
             "gemm {m}x{n}x{k} into {} from {} and {} bytes",
@@ -502,6 +500,7 @@ fn a_library_product_reaches_the_vendor_only_with_matrices_that_fit() -> Result<
         m: 2,
         n: 3,
         k: 4,
+        precision: GemmPrecision::F32,
     })?;
     assert_eq!(calls(&gpu), ["gemm 2x3x4 into 24 from 32 and 48 bytes"]);
     let too_big = gpu.run(&Op::Gemm {
@@ -511,6 +510,7 @@ fn a_library_product_reaches_the_vendor_only_with_matrices_that_fit() -> Result<
         m: 3,
         n: 3,
         k: 4,
+        precision: GemmPrecision::F32,
     });
     assert_eq!(too_big.map_err(|e| e.kind), Err(DeviceErrorKind::Invalid));
     let in_place = gpu.run(&Op::Gemm {
@@ -520,6 +520,7 @@ fn a_library_product_reaches_the_vendor_only_with_matrices_that_fit() -> Result<
         m: 1,
         n: 1,
         k: 1,
+        precision: GemmPrecision::F32,
     });
     assert_eq!(in_place.map_err(|e| e.kind), Err(DeviceErrorKind::Invalid));
     // a · a, both operands one buffer, is allowed.
@@ -530,6 +531,7 @@ fn a_library_product_reaches_the_vendor_only_with_matrices_that_fit() -> Result<
         m: 1,
         n: 1,
         k: 1,
+        precision: GemmPrecision::F32,
     })?;
     assert_eq!(calls(&gpu), ["gemm 1x1x1 into 24 from 48 and 48 bytes"]);
     Ok(())

@@ -43,9 +43,10 @@
 //!
 //! # The process and its protocol
 //!
-//! The server is `server.py`, run with `python3 -c` (or the interpreter `KERNELBOOK_PYTHON`
-//! names), started on the first [`submit`](PythonReferences::submit), in a process group of its
-//! own that dies with this process. It imports NumPy once, then reads one JSON job per line on
+//! The server is `server.py`, run with `python3 -c` (the interpreter
+//! [`process::python_interpreter`] finds), started on the first
+//! [`submit`](PythonReferences::submit), in a process group of its own that dies with this
+//! process. It imports NumPy once, then reads one JSON job per line on
 //! stdin and answers each, in order, with one JSON line on a private copy of its stdout:
 //! `{"reply": "ready", "numpy": "2.4.6"}` first, then `{"id": 7, "reply": "done"}` or
 //! `{"id": 7, "reply": "raised", "traceback": "…"}` and the like (`Reply` below). The bytes
@@ -272,13 +273,9 @@ impl Default for PythonReferences {
 }
 
 impl PythonReferences {
-    /// References run by the `python3` on the `PATH`, or by the interpreter `KERNELBOOK_PYTHON`
-    /// names.
+    /// References run by the project's interpreter ([`process::python_interpreter`]).
     pub fn new() -> Self {
-        match std::env::var("KERNELBOOK_PYTHON") {
-            Ok(python) if !python.trim().is_empty() => Self::with_python(&python),
-            _ => Self::with_python("python3"),
-        }
+        Self::with_python(&process::python_interpreter())
     }
 
     /// References run by another interpreter (tests use a missing one).

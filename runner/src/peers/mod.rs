@@ -1,18 +1,21 @@
-//! Peers measured outside the [`Device`](crate::backend::Device) trait, in a `python3` process:
-//! PyTorch's own transpose, and a Python block of the book (a Triton kernel). Timed there with
-//! CUDA events under the same stopping rule and L2 flush as the course's kernels, and checked
-//! against a CPU transpose.
+//! Peers measured outside the [`Device`](crate::backend::Device) trait, in the Python worker
+//! (`worker.py`): PyTorch's own transpose and sum, and a Python block of the book (a Triton
+//! kernel). The worker prepares a job, checks its output against a CPU reference, and returns
+//! the samples it is asked for, each timed with CUDA events after the same L2 flush as the
+//! course's kernels; the runner applies the [`StoppingRule`] and asks for more until it says stop.
 //!
 //! `import torch` alone takes seconds, so one Python process serves every request of a build:
 //! [`PythonPeers::start`] launches it early, it imports while the course's own kernels are
-//! measured, and then answers one JSON request per line. It touches the GPU only while it
-//! answers a request, and the runner sends one only when no lab is measuring.
+//! measured, and then answers one JSON request per line (the protocol is at the top of
+//! `worker.py`). It touches the GPU only while it answers a request, and the runner sends one
+//! only when no lab is measuring.
 
 use crate::process::{self, ChildProcess, Incoming, Spawn};
 use kernelbook_core::KernelSource;
 use kernelbook_core::results::Mismatch;
-use kernelbook_core::stats::StoppingRule;
+use kernelbook_core::stats::{StopReason, StoppingRule};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::Path;
 use std::process::Command;
@@ -27,6 +30,8 @@ pub enum PeerRun {
         samples_ms: Vec<f64>,
         /// e.g. "torch 2.11.0".
         implementation: String,
+        /// Why the runner's stopping rule stopped asking for samples.
+        stop_reason: StopReason,
     },
     /// Its output differed from the CPU reference.
     Wrong {
@@ -38,161 +43,56 @@ pub enum PeerRun {
     Failed(String),
 }
 
-/// The Python side. Replies go to a private copy of stdout; the blocks' own prints (and
+/// The worker's source: replies go to a private copy of stdout; the blocks' own prints (and
 /// Triton's) go to stderr, so they cannot break the protocol.
-///
-/// Each sample queues a GPU-side sleep, the L2 flush, the start event, the operation and the end
-/// event. The sleep keeps the GPU busy while Python enqueues the rest, so the flush, the start
-/// event and the operation then run back to back, as they do for the course's kernels: the time
-/// between the events is the operation's, not Python's launch overhead (tens of microseconds for
-/// a Triton launch, comparable to the kernel itself), and the operation starts right after the
-/// flush, not after an idle gap.
-const SERVER: &str = r#"
-import json, os, sys, time, traceback
-proto = os.fdopen(os.dup(1), "w")
-os.dup2(2, 1)
-sys.stdout = sys.stderr
+const WORKER: &str = include_str!("worker.py");
 
-def reply(message):
-    proto.write(json.dumps(message) + "\n")
-    proto.flush()
-
-try:
-    import torch
-except Exception as error:
-    reply({"unavailable": "python3 has no torch (" + type(error).__name__ + ")"})
-    sys.exit(0)
-try:
-    import triton  # imported now, while nothing waits for it
-except Exception:
-    pass
-reply({"ready": "torch " + torch.__version__})
-
-SLEEP_CYCLES = 1_000_000  # about 0.5 ms at 2 GHz: longer than any Python launch
-
-def enough(rule, n, mean, m2, total, began):
-    if n >= rule["max_samples"] or time.time() - began >= rule["max_wall_s"]:
-        return True
-    if n < rule["min_samples"] or total < rule["min_gpu_ms"]:
-        return False
-    spread = (m2 / (n - 1)) ** 0.5 / mean
-    return spread / n ** 0.5 <= rule["target_rel_error"]
-
-HOST = {}
-
-def host_buffers(x):
-    # Page-locked copies of the input and of its transpose, kept for the next request of the
-    # same shape: copying 256 MiB into fresh pageable memory takes longer than the kernel's
-    # whole measurement.
-    key = (tuple(x.shape), x.dtype)
-    if key not in HOST:
-        HOST.clear()
-        rows, cols = x.shape
-        HOST[key] = (torch.empty(rows, cols, dtype=x.dtype, pin_memory=True),
-                     torch.empty(cols, rows, dtype=x.dtype, pin_memory=True))
-    return HOST[key]
-
-def transpose(request):
-    if not torch.cuda.is_available():
-        return {"unavailable": "torch " + torch.__version__ + " sees no CUDA GPU"}
-    rows, cols, rule = request["rows"], request["cols"], request["rule"]
-    version = "torch " + torch.__version__
-    block_path = request.get("block")
-    if block_path:
-        # A Python block of the book: it must define transpose(x) returning the transpose.
-        namespace = {"__name__": "kernelbook_block"}
-        try:
-            exec(compile(open(block_path).read(), block_path, "exec"), namespace)
-        except ModuleNotFoundError as error:
-            return {"unavailable": "python3 has no " + str(error.name) + " (the block imports it)"}
-        except Exception:
-            return {"error": traceback.format_exc(limit=-3)}
-        if not callable(namespace.get("transpose")):
-            return {"error": "the block defines no function transpose(x)"}
-        op = namespace["transpose"]
-        if "triton" in sys.modules:
-            version = "triton " + sys.modules["triton"].__version__ + ", " + version
-    else:
-        op = lambda x: x.t().contiguous()
-    x = torch.rand(rows, cols, device="cuda") * 2 - 1
-    try:
-        y = op(x)
-        torch.cuda.synchronize()
-    except Exception:
-        return {"error": traceback.format_exc(limit=-3)}
-    x_host, y_host = host_buffers(x)
-    x_host.copy_(x)
-    expected = x_host.t().contiguous()
-    if tuple(y.shape) == tuple(expected.shape):
-        y_host.copy_(y)
-        actual = y_host
-    else:
-        actual = y.cpu()
-    ok = tuple(actual.shape) == tuple(expected.shape) and torch.equal(actual, expected)
-    if not ok:
-        mismatch = None
-        if actual.shape == expected.shape:
-            wrong = (actual != expected).flatten().nonzero()
-            i = int(wrong[0]) if len(wrong) else 0
-            mismatch = {"index": i, "expected": repr(float(expected.flatten()[i])),
-                        "actual": repr(float(actual.flatten()[i])), "count": int(len(wrong))}
-        return {"ok": False, "mismatch": mismatch, "version": version}
-    del expected, actual, x_host, y_host
-    flush = torch.empty(request["flush_bytes"], dtype=torch.uint8, device="cuda")
-    for _ in range(request["warmup"]):
-        y = op(x)
-    torch.cuda.synchronize()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples, began = [], time.time()
-    n, mean, m2, total = 0, 0.0, 0.0, 0.0  # Welford's running mean and squared deviations
-    while not enough(rule, n, mean, m2, total, began):
-        torch.cuda._sleep(SLEEP_CYCLES)
-        flush.fill_(n % 251)
-        start.record()
-        y = op(x)
-        end.record()
-        end.synchronize()
-        sample = start.elapsed_time(end)
-        samples.append(sample)
-        n, total = n + 1, total + sample
-        delta = sample - mean
-        mean += delta / n
-        m2 += delta * (sample - mean)
-    return {"ok": True, "samples_ms": samples, "version": version}
-
-for line in sys.stdin:
-    try:
-        answer = transpose(json.loads(line))
-    except Exception:
-        answer = {"error": traceback.format_exc(limit=-3)}
-    # Give the memory back: the labs measured next may need all of it.
-    torch.cuda.empty_cache()
-    reply(answer)
-"#;
-
-/// What one request asks: a `rows × cols` fp32 transpose, by PyTorch (`block: None`) or by the
-/// `transpose(x)` a Python block of the book defines.
+/// What the worker is to time: one of the jobs of `worker.py`'s `JOBS` table, by its builtin's
+/// name, told its parameters (a transpose's `rows` and `cols`, a sum's `n`, `rtol` and `atol`)
+/// and, for a Python block of the book, the block.
 #[derive(Debug, Clone, Copy)]
-pub struct TransposeRequest<'a> {
-    pub rows: usize,
-    pub cols: usize,
-    pub rule: &'a StoppingRule,
-    pub flush_bytes: u64,
-    pub warmup_runs: usize,
+pub struct PeerJob<'a> {
+    pub name: &'a str,
+    pub params: &'a BTreeMap<String, f64>,
     pub block: Option<&'a KernelSource>,
 }
 
+/// One measurement asked of the worker.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerRequest<'a> {
+    pub job: PeerJob<'a>,
+    pub rule: &'a StoppingRule,
+    pub flush_bytes: u64,
+    pub warmup_runs: usize,
+}
+
 #[derive(Serialize)]
-struct WireRequest<'a> {
-    rows: usize,
-    cols: usize,
-    rule: &'a StoppingRule,
-    flush_bytes: u64,
-    warmup: usize,
+struct WireJob<'a> {
+    op: &'a str,
+    #[serde(flatten)]
+    params: &'a BTreeMap<String, f64>,
     block: Option<&'a Path>,
 }
 
-/// The first line the server writes.
+/// A line to the worker (see `worker.py`).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Wire<'a> {
+    Start {
+        job: WireJob<'a>,
+        flush_bytes: u64,
+        warmup: usize,
+        take: usize,
+    },
+    More {
+        more: usize,
+    },
+    Release {
+        release: bool,
+    },
+}
+
+/// The first line the worker writes.
 #[derive(Deserialize)]
 struct Hello {
     #[serde(default)]
@@ -223,7 +123,7 @@ const STARTUP_LIMIT: Duration = Duration::from_secs(180);
 /// The last lines of the server's stderr kept for error messages.
 const STDERR_LINES: usize = 20;
 
-/// The build's Python process, started on first use (or early, by [`start`](Self::start)) and
+/// The build's Python worker, started on first use (or early, by [`start`](Self::start)) and
 /// restarted after it dies or is stopped for overrunning.
 pub struct PythonPeers {
     python: String,
@@ -248,9 +148,9 @@ impl std::fmt::Debug for PythonPeers {
 }
 
 impl PythonPeers {
-    /// Peers run by the `python3` on the `PATH`.
+    /// Peers run by the project's interpreter ([`process::python_interpreter`]).
     pub fn new() -> Self {
-        Self::with_python("python3")
+        Self::with_python(&process::python_interpreter())
     }
 
     /// Peers run by another interpreter (tests use a missing one).
@@ -279,24 +179,23 @@ impl PythonPeers {
         }
     }
 
-    /// Times a transpose (see [`TransposeRequest`]). A request that takes longer than `timeout`
-    /// stops the process; the next request starts a fresh one.
-    pub fn transpose(&self, request: &TransposeRequest<'_>, timeout: Duration) -> PeerRun {
+    /// Times a job (see [`PeerRequest`]) until the request's stopping rule stops. A
+    /// measurement that takes longer than `timeout` stops the process; the next request starts
+    /// a fresh one.
+    pub fn measure(&self, request: &PeerRequest<'_>, timeout: Duration) -> PeerRun {
+        let block = request.job.block;
         // The block goes to a file: Triton reads a kernel's source back from its file.
-        let file = match request.block.map(write_block).transpose() {
+        let file = match block.map(write_block).transpose() {
             Ok(file) => file,
             Err(message) => return PeerRun::Failed(message),
         };
-        let wire = WireRequest {
-            rows: request.rows,
-            cols: request.cols,
-            rule: request.rule,
-            flush_bytes: request.flush_bytes,
-            warmup: request.warmup_runs,
+        let job = WireJob {
+            op: request.job.name,
+            params: request.job.params,
             block: file.as_ref().map(|f| f.path()),
         };
-        let run = self.ask(&wire, timeout);
-        match (run, request.block, &file) {
+        let run = self.sample(request, job, timeout);
+        match (run, block, &file) {
             (PeerRun::Failed(message), Some(block), Some(file)) => PeerRun::Failed(map_traceback(
                 &message,
                 &file.path().to_string_lossy(),
@@ -306,24 +205,70 @@ impl PythonPeers {
         }
     }
 
-    fn ask(&self, request: &WireRequest<'_>, timeout: Duration) -> PeerRun {
+    /// Asks for the rule's first samples, then for more while the rule wants them.
+    fn sample(&self, request: &PeerRequest<'_>, job: WireJob<'_>, timeout: Duration) -> PeerRun {
+        let began = Instant::now();
+        let rule = request.rule;
+        let start = Wire::Start {
+            job,
+            flush_bytes: request.flush_bytes,
+            warmup: request.warmup_runs,
+            take: rule.min_samples.clamp(1, rule.max_samples.max(1)),
+        };
+        let (mut samples_ms, implementation) = match self.exchange(&start, timeout) {
+            Ok(answer) => answer,
+            Err(run) => return run,
+        };
+        let stop_reason = loop {
+            if let Some(reason) = rule.verdict(&samples_ms, began.elapsed().as_secs_f64()) {
+                break reason;
+            }
+            let left = rule.max_samples.saturating_sub(samples_ms.len()).max(1);
+            let more = Wire::More {
+                more: (samples_ms.len() / 2).clamp(1, left),
+            };
+            match self.exchange(&more, timeout.saturating_sub(began.elapsed())) {
+                Ok((batch, _)) => samples_ms.extend(batch),
+                Err(run) => return run,
+            }
+        };
+        // The worker frees the job's memory; its answer says nothing the row needs.
+        let _ = self.line(&Wire::Release { release: true }, timeout);
+        PeerRun::Measured {
+            samples_ms,
+            implementation,
+            stop_reason,
+        }
+    }
+
+    /// One request and its samples, or what else the worker answered.
+    fn exchange(&self, wire: &Wire<'_>, timeout: Duration) -> Result<(Vec<f64>, String), PeerRun> {
+        let (line, tail) = self.line(wire, timeout)?;
+        parse_torch_report(&line, &tail)
+    }
+
+    /// Sends one line and reads the answer, with the end of the worker's stderr.
+    fn line(&self, wire: &Wire<'_>, timeout: Duration) -> Result<(String, String), PeerRun> {
         let Ok(mut guard) = self.server.lock() else {
-            return PeerRun::Failed("the Python process's state was poisoned by a panic".into());
+            return Err(PeerRun::Failed(
+                "the Python process's state was poisoned by a panic".into(),
+            ));
         };
         if guard.is_none() {
-            match Server::spawn(&self.python, self.gpu.as_deref()) {
-                Ok(server) => *guard = Some(server),
-                Err(why) => return PeerRun::Unavailable(why),
-            }
+            let server =
+                Server::spawn(&self.python, self.gpu.as_deref()).map_err(PeerRun::Unavailable)?;
+            *guard = Some(server);
         }
         let Some(server) = guard.as_mut() else {
-            return PeerRun::Failed("the Python process did not start".into());
+            return Err(PeerRun::Failed("the Python process did not start".into()));
         };
-        let (run, keep) = server.ask(request, timeout);
+        let line = serde_json::to_string(wire)
+            .map_err(|err| PeerRun::Failed(format!("cannot encode the request: {err}")))?;
+        let (answer, keep) = server.ask(&line, timeout);
         if !keep {
             *guard = None;
         }
-        run
+        answer
     }
 }
 
@@ -342,7 +287,7 @@ const EXIT_GRACE: Duration = Duration::from_secs(10);
 impl Server {
     fn spawn(python: &str, gpu: Option<&str>) -> Result<Server, String> {
         let mut command = Command::new(python);
-        command.args(["-c", SERVER]);
+        command.args(["-c", WORKER]);
         if let Some(uuid) = gpu {
             command.env("CUDA_VISIBLE_DEVICES", uuid);
         }
@@ -360,9 +305,9 @@ impl Server {
         })
     }
 
-    /// Sends one request and waits for its answer. The second value is whether the process is
-    /// still fit for the next request.
-    fn ask(&mut self, request: &WireRequest<'_>, timeout: Duration) -> (PeerRun, bool) {
+    /// Sends one line and waits for the answer (with the end of stderr). The second value is
+    /// whether the process is still fit for the next request.
+    fn ask(&mut self, line: &str, timeout: Duration) -> (Result<(String, String), PeerRun>, bool) {
         if self.hello.is_none() {
             match self.next_line(STARTUP_LIMIT.max(timeout)) {
                 Ok(line) => {
@@ -375,37 +320,23 @@ impl Server {
                         _ => Err(format!("the Python process said `{line}` on starting")),
                     })
                 }
-                Err(failure) => return (PeerRun::Failed(failure), false),
+                Err(failure) => return (Err(PeerRun::Failed(failure)), false),
             }
         }
         if let Some(Err(why)) = &self.hello {
-            return (PeerRun::Unavailable(why.clone()), true);
+            return (Err(PeerRun::Unavailable(why.clone())), true);
         }
-        let line = match serde_json::to_string(request) {
-            Ok(line) => line,
-            Err(err) => {
-                return (
-                    PeerRun::Failed(format!("cannot encode the request: {err}")),
-                    true,
-                );
-            }
-        };
-        let sent = self.process.as_mut().map(|p| p.send_line(&line));
+        let sent = self.process.as_mut().map(|p| p.send_line(line));
         if !matches!(sent, Some(Ok(()))) {
-            return (
-                PeerRun::Failed(format!(
-                    "the Python process stopped reading requests{}",
-                    self.stderr_tail()
-                )),
-                false,
+            let failure = format!(
+                "the Python process stopped reading requests{}",
+                self.stderr_tail()
             );
+            return (Err(PeerRun::Failed(failure)), false);
         }
         match self.next_line(timeout) {
-            Ok(line) => {
-                let tail = self.stderr_tail();
-                (parse_torch_report(&line, &tail), true)
-            }
-            Err(failure) => (PeerRun::Failed(failure), false),
+            Ok(line) => (Ok((line, self.stderr_tail())), true),
+            Err(failure) => (Err(PeerRun::Failed(failure)), false),
         }
     }
 
@@ -493,35 +424,33 @@ fn map_traceback(text: &str, temp_path: &str, block: &KernelSource) -> String {
     out
 }
 
-/// Reads a reply line; `stderr_tail` (`: …`, or empty) goes into a message about a garbled one.
-fn parse_torch_report(line: &str, stderr_tail: &str) -> PeerRun {
+/// Reads a reply line: its samples and the implementation's name, or what else it said;
+/// `stderr_tail` (`: …`, or empty) goes into a message about a garbled one.
+fn parse_torch_report(line: &str, stderr_tail: &str) -> Result<(Vec<f64>, String), PeerRun> {
     match serde_json::from_str::<TorchReport>(line) {
         Ok(TorchReport {
             unavailable: Some(why),
             ..
-        }) => PeerRun::Unavailable(why),
+        }) => Err(PeerRun::Unavailable(why)),
         Ok(TorchReport {
             error: Some(traceback),
             ..
-        }) => PeerRun::Failed(format!(
+        }) => Err(PeerRun::Failed(format!(
             "the block raised an exception:\n{}",
             traceback.trim_end()
-        )),
-        Ok(report) if !report.ok => PeerRun::Wrong {
+        ))),
+        Ok(report) if !report.ok => Err(PeerRun::Wrong {
             implementation: report.version,
             mismatch: report.mismatch,
-        },
+        }),
         Ok(report) if report.samples_ms.is_empty() => {
-            PeerRun::Failed("torch reported no samples".into())
+            Err(PeerRun::Failed("torch reported no samples".into()))
         }
-        Ok(report) => PeerRun::Measured {
-            samples_ms: report.samples_ms,
-            implementation: report.version,
-        },
-        Err(_) => PeerRun::Failed(format!(
+        Ok(report) => Ok((report.samples_ms, report.version)),
+        Err(_) => Err(PeerRun::Failed(format!(
             "the Python peer answered `{}`{stderr_tail}",
             line.chars().take(200).collect::<String>()
-        )),
+        ))),
     }
 }
 
@@ -536,24 +465,23 @@ mod tests {
                 r#"{"unavailable": "python3 has no torch (ModuleNotFoundError)"}"#,
                 ""
             ),
-            PeerRun::Unavailable("python3 has no torch (ModuleNotFoundError)".into())
+            Err(PeerRun::Unavailable(
+                "python3 has no torch (ModuleNotFoundError)".into()
+            ))
         );
         assert_eq!(
             parse_torch_report(
                 r#"{"ok": true, "samples_ms": [0.5, 0.6], "version": "torch 2.11.0"}"#,
                 ""
             ),
-            PeerRun::Measured {
-                samples_ms: vec![0.5, 0.6],
-                implementation: "torch 2.11.0".into()
-            }
+            Ok((vec![0.5, 0.6], "torch 2.11.0".into()))
         );
         assert_eq!(
             parse_torch_report(
                 r#"{"ok": false, "mismatch": {"index": 3, "expected": "0.5", "actual": "0.25", "count": 1}, "version": "torch 2.11.0"}"#,
                 ""
             ),
-            PeerRun::Wrong {
+            Err(PeerRun::Wrong {
                 implementation: "torch 2.11.0".into(),
                 mismatch: Some(Mismatch {
                     index: 3,
@@ -561,24 +489,40 @@ mod tests {
                     actual: "0.25".into(),
                     count: 1
                 })
-            }
+            })
         );
         assert_eq!(
             parse_torch_report("not json", ": RuntimeError: CUDA out of memory"),
-            PeerRun::Failed(
+            Err(PeerRun::Failed(
                 "the Python peer answered `not json`: RuntimeError: CUDA out of memory".into()
-            )
+            ))
         );
     }
 
-    fn request(rule: &StoppingRule) -> TransposeRequest<'_> {
-        TransposeRequest {
-            rows: 64,
-            cols: 32,
+    static TRANSPOSE: std::sync::LazyLock<BTreeMap<String, f64>> = std::sync::LazyLock::new(|| {
+        BTreeMap::from([("rows".to_string(), 64.0), ("cols".to_string(), 32.0)])
+    });
+
+    fn request(rule: &StoppingRule) -> PeerRequest<'_> {
+        PeerRequest {
+            job: PeerJob {
+                name: "torch_transpose",
+                params: &TRANSPOSE,
+                block: None,
+            },
             rule,
             flush_bytes: 1 << 20,
             warmup_runs: 1,
-            block: None,
+        }
+    }
+
+    /// A rule the first answer satisfies: two samples, any spread.
+    fn lenient() -> StoppingRule {
+        StoppingRule {
+            min_samples: 2,
+            min_gpu_ms: 0.0,
+            target_rel_error: 10.0,
+            ..StoppingRule::default()
         }
     }
 
@@ -590,7 +534,7 @@ mod tests {
         peers.start();
         let rule = StoppingRule::default();
         for _ in 0..2 {
-            match peers.transpose(&request(&rule), Duration::from_secs(120)) {
+            match peers.measure(&request(&rule), Duration::from_secs(120)) {
                 PeerRun::Failed(why) => panic!("the server itself failed: {why}"),
                 other => eprintln!("{other:?}"),
             }
@@ -601,7 +545,7 @@ mod tests {
     fn a_missing_interpreter_is_unavailable() {
         let peers = PythonPeers::with_python("/nonexistent/python3");
         let rule = StoppingRule::default();
-        match peers.transpose(&request(&rule), Duration::from_secs(5)) {
+        match peers.measure(&request(&rule), Duration::from_secs(5)) {
             PeerRun::Unavailable(why) => {
                 assert!(why.starts_with("no /nonexistent/python3"), "{why}")
             }
@@ -609,7 +553,7 @@ mod tests {
         }
     }
 
-    /// A stand-in interpreter: a shell script that ignores `-c SERVER`, counts its starts in
+    /// A stand-in interpreter: a shell script that ignores `-c WORKER`, counts its starts in
     /// `starts`, then runs `body`.
     #[cfg(unix)]
     fn fake_python(dir: &Path, body: &str) -> String {
@@ -646,13 +590,14 @@ mod tests {
         );
         let peers = PythonPeers::with_python(&python);
         peers.start();
-        let rule = StoppingRule::default();
+        let rule = lenient();
         for _ in 0..3 {
             assert_eq!(
-                peers.transpose(&request(&rule), Duration::from_secs(10)),
+                peers.measure(&request(&rule), Duration::from_secs(10)),
                 PeerRun::Measured {
                     samples_ms: vec![0.5, 0.25],
-                    implementation: "torch 9.9".into()
+                    implementation: "torch 9.9".into(),
+                    stop_reason: StopReason::Converged,
                 }
             );
         }
@@ -672,7 +617,7 @@ cat > /dev/null"#,
         let rule = StoppingRule::default();
         for _ in 0..2 {
             assert_eq!(
-                peers.transpose(&request(&rule), Duration::from_secs(10)),
+                peers.measure(&request(&rule), Duration::from_secs(10)),
                 PeerRun::Unavailable("python3 has no torch (ModuleNotFoundError)".into())
             );
         }
@@ -690,11 +635,11 @@ cat > /dev/null"#,
         let peers = PythonPeers::with_python(&python);
         let rule = StoppingRule::default();
         let started = Instant::now();
-        match peers.transpose(&request(&rule), Duration::from_millis(300)) {
+        match peers.measure(&request(&rule), Duration::from_millis(300)) {
             PeerRun::Failed(why) => assert!(why.contains("did not answer"), "{why}"),
             other => panic!("expected a failure, got {other:?}"),
         }
-        let _ = peers.transpose(&request(&rule), Duration::from_millis(300));
+        let _ = peers.measure(&request(&rule), Duration::from_millis(300));
         assert!(
             started.elapsed() < Duration::from_secs(10),
             "not waited out"
@@ -713,7 +658,7 @@ cat > /dev/null"#,
         let peers = PythonPeers::with_python(&python);
         let rule = StoppingRule::default();
         assert_eq!(
-            peers.transpose(&request(&rule), Duration::from_secs(10)),
+            peers.measure(&request(&rule), Duration::from_secs(10)),
             PeerRun::Failed("the Python process ended: RuntimeError: boom".into())
         );
     }
@@ -736,7 +681,165 @@ cat > /dev/null"#,
         );
         assert_eq!(
             parse_torch_report(r#"{"error": "ValueError: bad\n"}"#, ""),
-            PeerRun::Failed("the block raised an exception:\nValueError: bad".into())
+            Err(PeerRun::Failed(
+                "the block raised an exception:\nValueError: bad".into()
+            ))
         );
+    }
+
+    /// The worker returns samples; the runner's rule decides how many: five first (its
+    /// `min_samples`), then more in batches until `max_samples`, then the job is released. The
+    /// job is a stand-in peer's, which only the stand-in worker knows: the protocol carries any
+    /// job of the table by name.
+    #[cfg(unix)]
+    #[test]
+    fn the_runner_applies_the_stopping_rule_to_the_workers_samples() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let heard = dir.path().join("heard");
+        // One sample per sample asked for, spread so that the mean never settles.
+        let body = format!(
+            r#"{READY}
+while read line; do
+  echo "$line" >> '{}'
+  case "$line" in
+    *'"take":5'*) echo '{{"ok": true, "samples_ms": [1, 3, 1, 3, 1], "version": "torch 9.9"}}' ;;
+    *'"more":2'*) echo '{{"ok": true, "samples_ms": [3, 1]}}' ;;
+    *release*) echo '{{"released": true}}' ;;
+    *) echo '{{"error": "unexpected"}}' ;;
+  esac
+done"#,
+            heard.display()
+        );
+        let python = fake_python(dir.path(), &body);
+        let peers = PythonPeers::with_python(&python);
+        let rule = StoppingRule {
+            min_samples: 5,
+            max_samples: 7,
+            min_gpu_ms: 0.0,
+            target_rel_error: 1e-9,
+            ..StoppingRule::default()
+        };
+        // A stand-in peer: a job no real worker knows, answered by the stand-in worker.
+        let params = BTreeMap::from([("n".to_string(), 1024.0)]);
+        let sum = PeerRequest {
+            job: PeerJob {
+                name: "stand_in_peer",
+                params: &params,
+                block: None,
+            },
+            ..request(&rule)
+        };
+        assert_eq!(
+            peers.measure(&sum, Duration::from_secs(10)),
+            PeerRun::Measured {
+                samples_ms: vec![1.0, 3.0, 1.0, 3.0, 1.0, 3.0, 1.0],
+                implementation: "torch 9.9".into(),
+                stop_reason: StopReason::MaxSamples,
+            }
+        );
+        let heard = std::fs::read_to_string(heard).expect("what the worker heard");
+        let lines: Vec<&str> = heard.lines().collect();
+        assert_eq!(lines.len(), 3, "{heard}");
+        assert!(
+            lines[0].contains(r#""job":{"op":"stand_in_peer","n":1024.0,"block":null}"#),
+            "{heard}"
+        );
+        assert_eq!(lines[1..], [r#"{"more":2}"#, r#"{"release":true}"#]);
+    }
+
+    /// The real worker's source parses as Python and names every job the runner sends.
+    #[test]
+    fn the_worker_knows_every_job() {
+        use kernelbook_core::spec::Builtin;
+        for builtin in Builtin::ALL.into_iter().filter(|b| b.runs_in_python()) {
+            let entry = format!("\"{}\": ", builtin.name());
+            assert!(WORKER.contains(&entry), "worker.py's JOBS has no {entry}");
+        }
+        let python = process::python_interpreter();
+        let checked = Command::new(&python)
+            .args(["-c", "import ast, sys; ast.parse(sys.stdin.read())"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut child| {
+                if let Some(mut stdin) = child.stdin.take() {
+                    stdin.write_all(WORKER.as_bytes())?;
+                }
+                child.wait()
+            });
+        match checked {
+            Ok(status) => assert!(status.success(), "worker.py does not parse"),
+            Err(err) => eprintln!("no {python} here ({err}): not parsed"),
+        }
+    }
+
+    /// The real `worker.py` under a stand-in PyTorch (NumPy on the CPU, 1 ms per timed
+    /// operation): its torch_sum job checks its sum and returns the samples the runner's rule
+    /// asks for, in the protocol the runner speaks.
+    #[test]
+    fn the_real_worker_sums_under_a_stand_in_torch() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let torch = include_str!("stand_in_torch.py");
+        std::fs::write(dir.path().join("torch.py"), torch).expect("the stand-in torch");
+        let python = process::python_interpreter();
+        let has_numpy = Command::new(&python)
+            .args(["-c", "import numpy"])
+            .status()
+            .is_ok_and(|status| status.success());
+        if !has_numpy {
+            eprintln!("no NumPy in {python}: the stand-in torch cannot run");
+            return;
+        }
+        let wrapper = fake_python(
+            dir.path(),
+            &format!(
+                "PYTHONPATH='{}' exec '{python}' \"$@\"",
+                dir.path().display()
+            ),
+        );
+        let peers = PythonPeers::with_python(&wrapper);
+        let rule = StoppingRule {
+            min_samples: 4,
+            max_samples: 9,
+            min_gpu_ms: 0.0,
+            target_rel_error: 0.0,
+            ..StoppingRule::default()
+        };
+        let params = |rtol: f64, atol: f64| {
+            BTreeMap::from([
+                ("n".to_string(), 4096.0),
+                ("rtol".to_string(), rtol),
+                ("atol".to_string(), atol),
+            ])
+        };
+        let sum = |params| PeerRequest {
+            job: PeerJob {
+                name: "torch_sum",
+                params,
+                block: None,
+            },
+            ..request(&rule)
+        };
+        let close = params(1e-5, 0.05);
+        match peers.measure(&sum(&close), Duration::from_secs(60)) {
+            PeerRun::Measured {
+                samples_ms,
+                implementation,
+                stop_reason,
+            } => {
+                // Samples with no spread: the rule is satisfied at its `min_samples`.
+                assert_eq!(samples_ms, vec![1.0; 4]);
+                assert_eq!(implementation, "torch 0.0-stand-in");
+                assert_eq!(stop_reason, StopReason::Converged);
+            }
+            other => panic!("expected samples, got {other:?}"),
+        }
+        // A tolerance of nothing at all: the float32 sum is not the float64 one.
+        let exact = params(0.0, 0.0);
+        match peers.measure(&sum(&exact), Duration::from_secs(60)) {
+            PeerRun::Wrong { mismatch, .. } => {
+                assert!(mismatch.is_some_and(|m| m.count == 1));
+            }
+            other => panic!("expected a wrong sum, got {other:?}"),
+        }
     }
 }
