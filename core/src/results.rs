@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 pub mod figures;
 mod l2;
+pub mod timeline;
 pub use l2::{L2Result, L2Settings, L2Window};
 mod validate;
 pub use validate::{
@@ -285,6 +286,10 @@ pub struct VariantResult {
     /// walltime); absent where it was not timed, and in format 1 files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sampling_seconds: Option<f64>,
+    /// A pipelined row's copies and kernels per stream, from its events (the sample nearest
+    /// the median); absent for every other row.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<timeline::Timeline>,
     /// The L2 controls it ran under (`[l2]`), asked and read back; absent where it set none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub l2: Option<L2Result>,
@@ -557,6 +562,7 @@ pub(crate) mod tests {
             other_kernels: Default::default(),
             params: Some(VariantParams::default()),
             sampling_seconds: None,
+            timeline: None,
             l2: None,
         }
     }

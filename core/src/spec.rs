@@ -7,6 +7,7 @@ mod chart;
 mod device;
 mod hardware;
 mod l2;
+mod pipeline;
 mod sweep;
 mod traffic;
 
@@ -14,6 +15,7 @@ pub use chart::{ChartKind, ChartSpec};
 pub use device::DeviceParams;
 pub use hardware::{ComputeCapability, MAX_TENSOR_RANK, Swizzle, TensorMapSpec};
 pub use l2::{L2Spec, MAX_FETCH_GRANULARITY, WindowSpec};
+pub use pipeline::{MAX_CHUNKS, MAX_STREAMS, PipelineSpec};
 pub use sweep::{MAX_SWEEP_VARIANTS, SweepOrigin, SweptAxis};
 pub use traffic::{BytesMoved, Traffic};
 
@@ -507,6 +509,10 @@ pub struct VariantSpec {
     /// Overrides the lab's `flush_l2` for this variant.
     #[serde(default)]
     pub flush_l2: Option<bool>,
+    /// Splits the kernel's work into chunks copied in, run and copied out on several streams
+    /// (see the `pipeline` module).
+    #[serde(default)]
+    pub pipeline: Option<Spanned<PipelineSpec>>,
     /// L2 controls of its own, field by field in place of the lab's `[l2]`.
     #[serde(default)]
     pub l2: Option<L2Spec>,
@@ -746,6 +752,10 @@ impl LabSpec {
     pub fn params_for(&self, variant: &VariantSpec) -> Params {
         let mut params = self.params.clone();
         params.extend(variant.params.iter().map(|(k, v)| (k.clone(), *v)));
+        if let Some(pipeline) = &variant.pipeline {
+            // The first chunk's, for validation; the plan binds each chunk's own.
+            pipeline.get_ref().bind(&mut params, 0);
+        }
         params
     }
 
@@ -1171,6 +1181,8 @@ impl LabSpec {
     }
 
     fn validate_variant(&self, variant: &VariantSpec) -> Result<(), LabError> {
+        // First: its expressions divide by `chunks`.
+        self.validate_pipeline(variant)?;
         let env = self.env(Some(variant));
         match (&variant.kernel, variant.builtin) {
             (Some(_), Some(_)) => {
@@ -1208,6 +1220,26 @@ impl LabSpec {
         }
         self.validate_args(&variant.args, &env)?;
         Ok(())
+    }
+
+    /// A `pipeline` goes with a kernel of its own (no setup or later stages) and sane numbers;
+    /// an error names the line of the `pipeline`.
+    fn validate_pipeline(&self, variant: &VariantSpec) -> Result<(), LabError> {
+        let Some(pipeline) = &variant.pipeline else {
+            return Ok(());
+        };
+        let here = |message: String| self.error_at_offset(pipeline.span().start, message);
+        if variant.kernel.is_none() || !variant.setup.is_empty() || !variant.then.is_empty() {
+            return Err(here(format!(
+                "variant `{}`: a `pipeline` goes with `kernel = \"...\"` alone (no builtin, \
+                 `setup` or `then`): the kernel runs once per chunk",
+                variant.name
+            )));
+        }
+        match pipeline.get_ref().problem() {
+            Some(problem) => Err(here(format!("variant `{}`: {problem}", variant.name))),
+            None => Ok(()),
+        }
     }
 
     /// An error about `variant`, at the line that names it: its `name = "..."`, else the first

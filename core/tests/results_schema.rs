@@ -110,6 +110,43 @@ fn what_this_kernelbook_writes_holds_to_the_schema_and_format_2_needs_params() {
 }
 
 #[test]
+fn a_pipelined_rows_timeline_holds_to_the_schema() {
+    use kernelbook_core::results::timeline::{Part, Span, Timeline};
+    let (schemas, index) = compiled();
+    let mut results: LabResults =
+        serde_json::from_value(written_now()).expect("results from their JSON");
+    let span = |stream, chunk, part, start_ms, end_ms| Span {
+        stream,
+        chunk,
+        part,
+        start_ms,
+        end_ms,
+    };
+    results.variants[0].timeline = Some(Timeline {
+        streams: 2,
+        chunks: 2,
+        spans: vec![
+            span(0, 0, Part::HostToDevice, 0.0, 1.0),
+            span(0, 0, Part::Kernel, 1.0, 2.0),
+            span(0, 0, Part::DeviceToHost, 2.0, 3.0),
+            span(1, 1, Part::HostToDevice, 1.0, 2.0),
+            span(1, 1, Part::Kernel, 2.0, 3.0),
+            span(1, 1, Part::DeviceToHost, 3.0, 4.0),
+        ],
+        total_ms: 4.0,
+    });
+    let value: Value = serde_json::from_str(&results.to_json()).expect("JSON");
+    assert_eq!(
+        value["variants"][0]["timeline"]["spans"][1]["part"],
+        "kernel"
+    );
+    check(&schemas, index, "a timeline", &value).unwrap_or_else(|e| panic!("{e}"));
+    let mut bad = value;
+    bad["variants"][0]["timeline"]["spans"][0]["part"] = "copy".into();
+    assert!(check(&schemas, index, "an unknown part", &bad).is_err());
+}
+
+#[test]
 fn a_rows_l2_controls_and_the_l2_hit_rate_hold_to_the_schema() {
     use kernelbook_core::results::{L2Result, L2Settings, L2Window};
     let (schemas, index) = compiled();

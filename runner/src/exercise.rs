@@ -538,6 +538,7 @@ mod tests {
             hint: None,
             baseline: Baseline::Starter,
             sanitize: false,
+            sanitize_params: Default::default(),
         }
     }
 

@@ -273,6 +273,7 @@ mod tests {
             other_kernels: Default::default(),
             params: None,
             sampling_seconds: None,
+            timeline: None,
             l2: None,
         }
     }

@@ -97,6 +97,8 @@ pub enum InvalidResults {
         recorded: f64,
         computed: f64,
     },
+    #[error("{place}: its timeline is impossible: {problem}")]
+    BadTimeline { place: Place, problem: String },
 }
 
 /// How [`LabResults::check_lab`] treats a variant the lab has and the results lack.
@@ -296,6 +298,9 @@ fn validate_variant(v: &VariantResult) -> Result<(), InvalidResults> {
     }
     if let Some(counter) = &v.counter {
         validate_counter(&place, counter)?;
+    }
+    if let Some(problem) = v.timeline.as_ref().and_then(|t| t.problem()) {
+        return Err(InvalidResults::BadTimeline { place, problem });
     }
     let Outcome::Measured {
         summary,

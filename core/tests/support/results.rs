@@ -471,6 +471,7 @@ fn variant(names: Vec<String>) -> impl Strategy<Value = VariantResult> {
                     other_kernels: Default::default(),
                     params: None,
                     sampling_seconds: None,
+                    timeline: None,
                     l2: None,
                 }
             },

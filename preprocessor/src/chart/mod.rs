@@ -13,6 +13,7 @@ pub mod scale;
 pub mod scene;
 #[cfg(test)]
 mod testing;
+pub mod timeline;
 
 use kernelbook_core::results::LabResults;
 use kernelbook_core::spec::{ChartKind, LabSpec};

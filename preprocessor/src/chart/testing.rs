@@ -29,6 +29,7 @@ pub fn sampled(name: &str, bytes: u64, samples: &[f64]) -> VariantResult {
         other_kernels: Default::default(),
         params: None,
         sampling_seconds: None,
+        timeline: None,
         l2: None,
     }
 }

@@ -34,12 +34,13 @@ pub use device::Property;
 pub use error::{Gap, ParseError};
 
 /// The directives' openings, as they are searched for.
-pub const OPENINGS: [&str; 5] = [
+pub const OPENINGS: [&str; 6] = [
     "{{#value ",
     "{{#ratio ",
     "{{#device ",
     "{{#claim ",
     "{{#ridge ",
+    "{{#timeline ",
 ];
 
 /// A figure directive of a chapter.
@@ -93,6 +94,9 @@ pub enum Query {
         right: String,
         field: Field,
     },
+    /// A pipelined row's timeline, drawn ([`crate::chart::timeline`]): a figure of its own,
+    /// written on a line of its own.
+    Timeline { lab: String, variant: String },
 }
 
 /// The bandwidth a ridge point divides by.
@@ -178,6 +182,20 @@ pub enum Field {
     /// Work per byte against HBM: the row's work over the DRAM bytes read and written in its
     /// profile (where the roofline draws it).
     DramIntensity,
+    /// A pipelined row's serial sum over its time, from its timeline ("2.6×").
+    Overlap,
+    /// The sum of a pipelined row's parts (every copy and kernel), as a time.
+    Serial,
+    /// The serial sum less the run's time: what overlapping saved.
+    Saved,
+    /// The longest kind of part, all its chunks together: the bound on any overlap.
+    Bound,
+    /// A pipelined row's host → device copies, all chunks together.
+    H2d,
+    /// A pipelined row's kernels, all chunks together.
+    Kernels,
+    /// A pipelined row's device → host copies, all chunks together.
+    D2h,
     /// The L2's sector hit rate, per cent, from the profile.
     L2HitRate,
     /// The L2 fetch granularity the driver reported once the row's `l2` controls were set, bytes.
@@ -191,7 +209,7 @@ pub enum Field {
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 20] = [
+    const NAMES: [(&'static str, Field); 27] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -207,6 +225,13 @@ impl Field {
         ("warp_instructions", Field::WarpInstructions),
         ("dram_throughput", Field::DramThroughput),
         ("dram_intensity", Field::DramIntensity),
+        ("overlap", Field::Overlap),
+        ("serial", Field::Serial),
+        ("saved", Field::Saved),
+        ("bound", Field::Bound),
+        ("h2d", Field::H2d),
+        ("kernels", Field::Kernels),
+        ("d2h", Field::D2h),
         ("l2_hit_rate", Field::L2HitRate),
         ("l2_fetch", Field::L2Fetch),
         ("l2_fetch_before", Field::L2FetchBefore),
@@ -274,6 +299,13 @@ impl Query {
             }),
             ("ridge", [compute, memory]) => parse_ridge(compute, memory),
             ("claim", words) => claim::parse(words),
+            ("timeline", [path]) => {
+                let (lab, variant) = row(path)?;
+                Ok(Query::Timeline { lab, variant })
+            }
+            ("timeline", _) => Err(ParseError::Usage(
+                "`{{#timeline}}` takes one pipelined row: `{{#timeline LAB.VARIANT}}`",
+            )),
             ("device", _) => Err(ParseError::Usage(
                 "`{{#device}}` takes a lab and an optional property: `{{#device LAB [PROPERTY]}}`",
             )),
@@ -295,6 +327,7 @@ impl Query {
             Query::Ratio { .. } => "ratio",
             Query::Device { .. } => "device",
             Query::Claim { .. } | Query::Compare { .. } => "claim",
+            Query::Timeline { .. } => "timeline",
             Query::Ridge {
                 memory: Bandwidth::Row(_),
                 ..
@@ -313,6 +346,7 @@ impl Query {
             | Query::Device { lab, .. }
             | Query::Claim { lab, .. }
             | Query::Compare { lab, .. }
+            | Query::Timeline { lab, .. }
             | Query::Ridge { lab, .. } => lab,
         }
     }
@@ -320,7 +354,7 @@ impl Query {
     /// The rows it reads.
     pub fn variants(&self) -> Vec<&str> {
         match self {
-            Query::Value { variant, .. } => vec![variant],
+            Query::Value { variant, .. } | Query::Timeline { variant, .. } => vec![variant],
             Query::Ratio { top, bottom, .. } => vec![top, bottom],
             Query::Device { .. } => Vec::new(),
             Query::Claim { rows, .. } => rows.iter().map(String::as_str).collect(),
@@ -403,6 +437,8 @@ fn row(path: &str) -> Result<(String, String), ParseError> {
 /// why there is none. `source` says where the results come from, for the tooltip.
 pub fn render(query: &Query, results: Option<&LabResults>, source: &str) -> String {
     match (query, figure(query, results)) {
+        // A chart of its own: a block, not a span.
+        (Query::Timeline { .. }, Ok(figure)) => figure,
         (Query::Claim { .. } | Query::Compare { .. }, Ok(note)) => format!(
             "<span class=\"kernelbook-claim\" data-holds=\"{}\" title=\"{}\">{note}</span>",
             note.is_empty(),
@@ -456,7 +492,33 @@ pub fn figure(query: &Query, results: Option<&LabResults>) -> Result<String, Gap
         Query::Ridge {
             compute, memory, ..
         } => ridge(results, compute, memory).map(crate::format::format_sig),
+        Query::Timeline { lab, variant } => {
+            let timeline = timeline_of(results, variant)?;
+            let title = format!("{lab}.{variant}: copies and kernels per stream");
+            let id = format!("timeline-{lab}-{variant}");
+            Ok(crate::chart::timeline::svg(&id, &title, timeline))
+        }
     }
+}
+
+/// The timeline of a measured pipelined row.
+fn timeline_of<'r>(
+    results: &'r LabResults,
+    variant: &str,
+) -> Result<&'r kernelbook_core::results::timeline::Timeline, Gap> {
+    let row = results
+        .variant(variant)
+        .ok_or_else(|| Gap::NotMeasured(variant.to_string()))?;
+    if !matches!(row.outcome, Outcome::Measured { .. }) {
+        return Err(Gap::NoMeasurement {
+            variant: variant.to_string(),
+            why: why(row),
+        });
+    }
+    row.timeline.as_ref().ok_or_else(|| Gap::Missing {
+        variant: variant.to_string(),
+        what: "timeline (it is not a pipelined row)",
+    })
 }
 
 /// Work per byte: `compute`'s work rate over `memory`'s bandwidth.
@@ -524,8 +586,35 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
             figures::dram_intensity(results, variant)
                 .ok_or_else(|| missing("work and DRAM bytes in its profile"))?
         }
+        Field::Overlap
+        | Field::Serial
+        | Field::Saved
+        | Field::Bound
+        | Field::H2d
+        | Field::Kernels
+        | Field::D2h => timeline_quantity(timeline_of(results, variant)?, field)
+            .ok_or_else(|| missing("overlap (its run took no time)"))?,
     };
     Ok(value)
+}
+
+/// A timeline's figure; times in µs, as [`Field::Time`] holds them.
+fn timeline_quantity(
+    timeline: &kernelbook_core::results::timeline::Timeline,
+    field: Field,
+) -> Option<f64> {
+    use kernelbook_core::results::timeline::Part;
+    let ms = match field {
+        Field::Overlap => return timeline.overlap(),
+        Field::Serial => timeline.serial_ms(),
+        Field::Saved => timeline.saved_ms(),
+        Field::Bound => timeline.bound_ms(),
+        Field::H2d => timeline.part_ms(Part::HostToDevice),
+        Field::Kernels => timeline.part_ms(Part::Kernel),
+        Field::D2h => timeline.part_ms(Part::DeviceToHost),
+        _ => return None,
+    };
+    Some(ms * 1000.0)
 }
 
 /// What the driver reported of a row's L2 controls: bytes for the fetch granularity, MiB for
@@ -573,7 +662,14 @@ fn why(row: &VariantResult) -> &'static str {
 fn format_field(field: Field, value: f64) -> String {
     match field {
         Field::Gbs => format!("{value:.0}"),
-        Field::Time => crate::format::format_ms(value / 1000.0),
+        Field::Time
+        | Field::Serial
+        | Field::Saved
+        | Field::Bound
+        | Field::H2d
+        | Field::Kernels
+        | Field::D2h => crate::format::format_ms(value / 1000.0),
+        Field::Overlap => format_ratio(value),
         Field::Us => crate::format::format_sig(value),
         Field::PctCeiling
         | Field::PctPeak
@@ -958,5 +1054,86 @@ mod tests {
         );
         assert!(html.contains("data-field=\"device\""), "{html}");
         assert!(html.contains(">4814</span>"), "{html}");
+    }
+
+    /// The host_device recording with its pinned copy row turned into a pipelined row of two
+    /// chunks on two streams, each part 1 ms.
+    fn pipelined() -> LabResults {
+        use kernelbook_core::results::timeline::{Part, Span, Timeline};
+        let mut results = recorded("host_device");
+        let span = |stream, chunk, part, start_ms, end_ms| Span {
+            stream,
+            chunk,
+            part,
+            start_ms,
+            end_ms,
+        };
+        let row = results
+            .variants
+            .iter_mut()
+            .find(|v| v.name == "h2d_pinned")
+            .expect("the row");
+        row.timeline = Some(Timeline {
+            streams: 2,
+            chunks: 2,
+            spans: vec![
+                span(0, 0, Part::HostToDevice, 0.0, 1.0),
+                span(0, 0, Part::Kernel, 1.0, 2.0),
+                span(0, 0, Part::DeviceToHost, 2.0, 3.0),
+                span(1, 1, Part::HostToDevice, 1.0, 2.0),
+                span(1, 1, Part::Kernel, 2.0, 3.5),
+                span(1, 1, Part::DeviceToHost, 3.5, 4.0),
+            ],
+            total_ms: 4.0,
+        });
+        results
+    }
+
+    #[test]
+    fn a_pipelined_rows_figures_come_from_its_timeline() {
+        let results = pipelined();
+        let value = |field: &str| {
+            shown(
+                &format!("{{{{#value host_device.h2d_pinned.{field}}}}}"),
+                &results,
+            )
+        };
+        assert_eq!(value("overlap"), Ok("1.50×".into()));
+        assert_eq!(value("serial"), Ok("6.000 ms".into()));
+        assert_eq!(value("saved"), Ok("2.000 ms".into()));
+        assert_eq!(value("kernels"), Ok("2.500 ms".into()));
+        assert_eq!(value("h2d"), Ok("2.000 ms".into()));
+        assert_eq!(value("d2h"), Ok("1.500 ms".into()));
+        assert_eq!(value("bound"), Ok("2.500 ms".into()));
+        // A row that is not pipelined has no such figure.
+        let plain = shown("{{#value host_device.d2h_pinned.overlap}}", &results);
+        assert!(plain.is_err_and(|e| e.contains("timeline")));
+    }
+
+    #[test]
+    fn a_timeline_directive_draws_its_row_as_a_block() {
+        let results = pipelined();
+        assert_eq!(
+            Query::parse("{{#timeline host_device.h2d_pinned}}"),
+            Ok(Query::Timeline {
+                lab: "host_device".into(),
+                variant: "h2d_pinned".into()
+            })
+        );
+        assert!(Query::parse("{{#timeline host_device}}").is_err());
+        assert!(Query::parse("{{#timeline a.b c.d}}").is_err());
+        let query = Query::parse("{{#timeline host_device.h2d_pinned}}").expect("query");
+        let html = render(&query, Some(&results), "recorded");
+        assert!(
+            html.starts_with("<figure class=\"kernelbook-chart kernelbook-chart-timeline\""),
+            "{html}"
+        );
+        assert_eq!(html.matches("<rect class=\"part\"").count(), 6);
+        let gap = render(
+            &Query::parse("{{#timeline host_device.d2h_pinned}}").expect("query"),
+            Some(&results),
+            "recorded",
+        );
+        assert!(gap.contains("kernelbook-gap"), "{gap}");
     }
 }

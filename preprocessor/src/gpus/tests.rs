@@ -61,6 +61,7 @@ fn measured(name: &str, kernel: Option<&str>, median_ms: f64) -> VariantResult {
         other_kernels: Default::default(),
         params: None,
         sampling_seconds: None,
+        timeline: None,
         l2: None,
     }
 }

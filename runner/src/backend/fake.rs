@@ -36,6 +36,8 @@ pub struct FakeDevice {
     pub host: Vec<u8>,
     /// Which fake GPU of the host this is: its times are `1 + index` times GPU 0's.
     pub index: usize,
+    /// The pipeline timed last and its simulated event times ([`pipeline::simulate`]).
+    pub last_pipeline: Option<(pipeline::Pipeline, Vec<f64>)>,
     /// Every L2 request made, in order, and the L2 controls now in force.
     pub l2_requests: Vec<l2::L2Request>,
     pub l2: l2::L2Report,
@@ -141,6 +143,7 @@ impl Default for FakeDevice {
             launches: 0,
             host: Vec::new(),
             index: 0,
+            last_pipeline: None,
             l2_requests: Vec::new(),
             l2: FAKE_L2_DEFAULTS,
             no_l2_controls: false,
@@ -151,6 +154,29 @@ impl Default for FakeDevice {
 impl FakeDevice {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Each chunk in turn: its bytes of the staging memory into the input, the kernel, its
+    /// bytes of the output back into the staging memory.
+    fn run_pipeline(&mut self, pipeline: &pipeline::Pipeline) -> Result<(), DeviceError> {
+        let step = pipeline.chunk_bytes;
+        for (chunk, launch) in pipeline.chunks.iter().enumerate() {
+            let range = chunk * step..(chunk + 1) * step;
+            let data = self
+                .host
+                .get(range.clone())
+                .ok_or_else(|| DeviceError::invalid("pipeline", "nothing staged"))?
+                .to_vec();
+            self.buffers[pipeline.input.0][range.clone()].copy_from_slice(&data);
+            self.run(&Op::Launch {
+                kernel: launch.kernel,
+                shape: launch.shape,
+                args: &launch.args,
+            })?;
+            let out = self.buffers[pipeline.output.0][range.clone()].to_vec();
+            self.host[range].copy_from_slice(&out);
+        }
+        Ok(())
     }
 
     /// Fake GPU `index` of the host (see the module documentation).
@@ -317,6 +343,7 @@ impl Device for FakeDevice {
                     self.run(op)?;
                 }
             }
+            Op::Pipeline(pipeline) => self.run_pipeline(pipeline)?,
             Op::HostToDevice { dst, bytes, .. } => {
                 let data = self.host[..bytes].to_vec();
                 self.buffers[dst.0][..bytes].copy_from_slice(&data);
@@ -392,8 +419,24 @@ impl Device for FakeDevice {
     fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError> {
         self.run(op)?;
         self.timed += 1;
+        if let Op::Pipeline(pipeline) = op {
+            // Each part 1 ms per chunk, times the GPU's slowness.
+            let part = (1 + self.index) as f64;
+            let (marks, total) = pipeline::simulate(pipeline, [part; 3]);
+            self.last_pipeline = Some(((*pipeline).clone(), marks));
+            return Ok(total);
+        }
         // A steady 1 ms with a little deterministic jitter; slower on the host's later GPUs.
         Ok((1.0 + 0.001 * (self.timed % 3) as f64) * (1 + self.index) as f64)
+    }
+    fn pipeline_spans(
+        &mut self,
+    ) -> Result<Vec<kernelbook_core::results::timeline::Span>, DeviceError> {
+        let (pipeline, marks) = self
+            .last_pipeline
+            .as_ref()
+            .ok_or_else(|| DeviceError::invalid("pipeline", "no pipeline was timed"))?;
+        pipeline.spans(marks)
     }
     fn flush_l2(&mut self) -> Result<(), DeviceError> {
         self.flushes += 1;

@@ -245,6 +245,65 @@ pub trait Vendor {
         let _ = info;
         None
     }
+
+    // Streams besides the main one, for pipelined rows (`gpu/pipeline.rs`). A vendor without
+    // them keeps these defaults, which refuse with `Unavailable`.
+    /// Makes `streams` streams besides the main one, and `marks` timing events, ready.
+    fn open_streams(&mut self, streams: usize, marks: usize) -> Result<(), DeviceError> {
+        let _ = (streams, marks);
+        Err(super::pipeline::no_streams())
+    }
+    /// Stream `stream` waits for the work queued on the main stream so far (`join` with
+    /// `fork = true`), or the main stream for the work queued on `stream` so far.
+    fn join_stream(&self, stream: usize, fork: bool) -> Result<(), DeviceError> {
+        let _ = (stream, fork);
+        Err(super::pipeline::no_streams())
+    }
+    /// Queues on `stream` a copy of `src[offset..offset + bytes]` into the same bytes of `dst`.
+    fn copy_from_pinned_on(
+        &self,
+        stream: usize,
+        dst: &Self::Buffer,
+        src: &Self::Pinned,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<(), DeviceError> {
+        let _ = (stream, dst, src, offset, bytes);
+        Err(super::pipeline::no_streams())
+    }
+    /// Queues on `stream` a copy of `src[offset..offset + bytes]` into the same bytes of `dst`.
+    fn copy_to_pinned_on(
+        &self,
+        stream: usize,
+        dst: &mut Self::Pinned,
+        src: &Self::Buffer,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<(), DeviceError> {
+        let _ = (stream, dst, src, offset, bytes);
+        Err(super::pipeline::no_streams())
+    }
+    /// Queues a launch on `stream`, as [`Vendor::launch`] does on the main one.
+    fn launch_on(
+        &self,
+        stream: usize,
+        kernel: &Kernel<Self::Function>,
+        shape: &LaunchShape,
+        args: &[LaunchArg<'_, Self::Buffer>],
+    ) -> Result<(), DeviceError> {
+        let _ = (stream, kernel, shape, args);
+        Err(super::pipeline::no_streams())
+    }
+    /// Records timing event `mark` on `stream`.
+    fn mark(&self, stream: usize, mark: usize) -> Result<(), DeviceError> {
+        let _ = (stream, mark);
+        Err(super::pipeline::no_streams())
+    }
+    /// Waits for event `mark`, then the time from the start timing event to it in ms.
+    fn mark_ms(&self, mark: usize) -> Result<f32, DeviceError> {
+        let _ = mark;
+        Err(super::pipeline::no_streams())
+    }
     /// Sets L2 controls (see [`Device::set_l2`]), `window` over one of the device's buffers;
     /// none by default.
     fn set_l2(
@@ -297,6 +356,8 @@ pub struct GpuDevice<V: Vendor> {
     /// bus's speed, several times an ordinary one's), kept across variants and labs.
     readback: Option<V::Pinned>,
     readback_pageable: Vec<u8>,
+    /// The pipeline run last, whose events [`Device::pipeline_spans`] reads.
+    last_pipeline: Option<super::pipeline::Pipeline>,
     /// Declared last, so that it (the stream, events and context) is dropped after every
     /// buffer and kernel made from it.
     vendor: V,
@@ -316,6 +377,7 @@ impl<V: Vendor> GpuDevice<V> {
             pageable: Vec::new(),
             readback: None,
             readback_pageable: Vec::new(),
+            last_pipeline: None,
             vendor,
         }
     }
@@ -754,6 +816,7 @@ impl<V: Vendor> Device for GpuDevice<V> {
             Op::HostToDevice { dst, bytes, pinned } => self.host_to_device(dst, bytes, pinned),
             Op::DeviceToHost { src, bytes, pinned } => self.device_to_host(src, bytes, pinned),
             Op::Sequence(ops) => ops.iter().try_for_each(|op| self.run(op)),
+            Op::Pipeline(pipeline) => self.run_pipeline(pipeline),
         }
     }
 
@@ -763,6 +826,12 @@ impl<V: Vendor> Device for GpuDevice<V> {
         self.run(op)?;
         self.vendor.record(TimingEvent::End)?;
         Ok(f64::from(self.vendor.elapsed_ms()?))
+    }
+
+    fn pipeline_spans(
+        &mut self,
+    ) -> Result<Vec<kernelbook_core::results::timeline::Span>, DeviceError> {
+        self.spans_of_last_pipeline()
     }
 
     fn flush_l2(&mut self) -> Result<(), DeviceError> {
@@ -846,6 +915,7 @@ impl<V: Vendor> Device for GpuDevice<V> {
 }
 
 mod l2;
+mod pipeline;
 
 #[cfg(test)]
 mod tests;

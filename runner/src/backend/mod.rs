@@ -14,6 +14,7 @@ pub mod fake;
 pub mod gpu;
 pub mod hip;
 pub mod l2;
+pub mod pipeline;
 pub mod ptxas;
 pub mod select;
 
@@ -118,6 +119,9 @@ pub enum Op<'a> {
     },
     /// Several operations in order, timed as one (an unfused pipeline).
     Sequence(&'a [Op<'a>]),
+    /// Chunks copied in, run and copied out on several streams ([`pipeline::Pipeline`]);
+    /// [`Device::pipeline_spans`] gives the last timed run's events.
+    Pipeline(&'a pipeline::Pipeline),
 }
 
 /// What the driver reports about a loaded kernel.
@@ -238,6 +242,13 @@ pub trait Device {
     fn run(&mut self, op: &Op<'_>) -> Result<(), DeviceError>;
     /// Runs `op` between two device events and returns the time between them in milliseconds.
     fn time(&mut self, op: &Op<'_>) -> Result<f64, DeviceError>;
+    /// The spans of the pipeline [`Device::time`] last timed, from its events, relative to
+    /// its start event.
+    fn pipeline_spans(
+        &mut self,
+    ) -> Result<Vec<kernelbook_core::results::timeline::Span>, DeviceError> {
+        Err(pipeline::no_streams())
+    }
     /// Evicts the L2 cache by writing a buffer larger than it (outside any timed region).
     fn flush_l2(&mut self) -> Result<(), DeviceError>;
     fn synchronize(&mut self) -> Result<(), DeviceError>;

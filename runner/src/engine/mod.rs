@@ -468,6 +468,7 @@ impl Row<'_> {
         result.implementation = annotations.implementation;
         result.counter = timed.counter;
         result.sampling_seconds = timed.sampling_seconds;
+        result.timeline = timed.timeline;
         (result, error)
     }
 
@@ -528,6 +529,12 @@ impl Row<'_> {
 
 /// A row whose device work failed.
 fn launch_failure(err: &DeviceError) -> Outcome {
+    // What this backend cannot do at all (several streams on HIP) says so rather than failing.
+    if err.kind == crate::backend::DeviceErrorKind::Unavailable {
+        return Outcome::Unavailable {
+            reason: err.message.clone(),
+        };
+    }
     Outcome::Failed {
         stage: FailureStage::Launch,
         message: err.to_string(),

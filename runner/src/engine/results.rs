@@ -50,6 +50,7 @@ pub fn result_template(plan: &LabPlan, variant: &VariantPlan, outcome: Outcome) 
         other_kernels,
         params: Some(variant.params.clone()),
         sampling_seconds: None,
+        timeline: None,
         l2: None,
     }
 }

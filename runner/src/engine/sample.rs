@@ -6,6 +6,7 @@ use crate::backend::{BufferId, Device, DeviceError, Op};
 use crate::ops::{Prepared, Readback, Step};
 use crate::plan::{CounterPlan, TimingPlan};
 use crate::references::{self, Comparison, POISON_BYTE};
+use kernelbook_core::results::timeline::{Span, Timeline};
 use kernelbook_core::results::{CounterResult, Outcome};
 use kernelbook_core::spec::ElemType;
 use kernelbook_core::stats::Summary;
@@ -19,6 +20,8 @@ pub struct Timed {
     /// Wall-clock seconds from the first sample to the last (flushes and restores included),
     /// what nvbench calls a state's cold walltime; `None` where it was not timed.
     pub sampling_seconds: Option<f64>,
+    /// A pipelined row's events, for the sample nearest the median.
+    pub timeline: Option<Timeline>,
 }
 
 impl Timed {
@@ -28,6 +31,7 @@ impl Timed {
             outcome,
             counter: None,
             sampling_seconds: None,
+            timeline: None,
         }
     }
 }
@@ -170,6 +174,7 @@ fn time(
     let started = Instant::now();
     let mut samples = Vec::new();
     let mut counted = Vec::new();
+    let mut spans = Vec::new();
     let stop_reason = loop {
         if let Some(reason) = rule.verdict(&samples, started.elapsed().as_secs_f64()) {
             break reason;
@@ -181,6 +186,9 @@ fn time(
             device.flush_l2()?;
         }
         samples.push(device.time(op)?);
+        if let Op::Pipeline(_) = op {
+            spans.push(device.pipeline_spans()?);
+        }
         if let Some((buffer, counter)) = sampling.counter {
             let mut raw = [0u8; 8];
             device.download(buffer, &mut raw)?;
@@ -191,6 +199,7 @@ fn time(
     let sampling_seconds = started.elapsed().as_secs_f64();
     let summary = Summary::of(&samples)
         .ok_or_else(|| DeviceError::new("timing", format!("no valid samples (got {samples:?})")))?;
+    let timeline = median_timeline(op, &samples, summary.median_ms, spans);
     let counter = sampling.counter.map(|(_, c)| CounterResult {
         unit: c.unit.clone(),
         per: c.per,
@@ -205,5 +214,32 @@ fn time(
         },
         counter,
         sampling_seconds: Some(sampling_seconds),
+        timeline,
+    })
+}
+
+/// The timeline of the sample nearest `median_ms`, for a pipeline whose every sample gave its
+/// spans.
+fn median_timeline(
+    op: &Op<'_>,
+    samples: &[f64],
+    median_ms: f64,
+    mut spans: Vec<Vec<Span>>,
+) -> Option<Timeline> {
+    let Op::Pipeline(pipeline) = op else {
+        return None;
+    };
+    if spans.len() != samples.len() {
+        return None;
+    }
+    let nearest = (0..samples.len()).min_by(|&a, &b| {
+        let off = |i: usize| (samples[i] - median_ms).abs();
+        off(a).total_cmp(&off(b))
+    })?;
+    Some(Timeline {
+        streams: pipeline.streams,
+        chunks: pipeline.chunks.len() as u32,
+        spans: spans.swap_remove(nearest),
+        total_ms: samples[nearest],
     })
 }

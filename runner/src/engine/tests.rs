@@ -809,6 +809,137 @@ fn a_launch_once_run_reports_each_variants_launches() {
     );
 }
 
+use crate::backend::KernelArg;
+
+/// Pipelined rows: 1024 floats in four chunks, negated chunk by chunk (`chunk` picks the
+/// chunk's first element), on one stream and on two; and one whose kernel writes nothing.
+const PIPELINED: &str = r#"
+name = "pipe"
+title = "Pipe"
+bytes = "2 * n * 4"
+[params]
+n = 1024
+[[buffers]]
+name = "in"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "out"
+len = "n"
+fill = "poison"
+[check]
+reference = "scale"
+input = "in"
+output = "out"
+factor = "-1"
+[[variants]]
+name = "one_stream"
+kernel = "negate_chunk"
+pipeline = { chunks = 4, streams = 1 }
+grid = ["n / chunks / 256"]
+block = [256]
+args = ["out", "in", "chunk * (n / chunks):i64", "n / chunks"]
+[[variants]]
+name = "two_streams"
+kernel = "negate_chunk"
+pipeline = { chunks = 4, streams = 2 }
+grid = ["n / chunks / 256"]
+block = [256]
+args = ["out", "in", "chunk * (n / chunks):i64", "n / chunks"]
+[[variants]]
+name = "no_kernel"
+kernel = "idle_chunk"
+pipeline = { chunks = 4, streams = 2 }
+grid = ["n / chunks / 256"]
+block = [256]
+args = ["out", "in", "chunk * (n / chunks):i64", "n / chunks"]
+"#;
+
+/// `out[first .. first + count] = -in[...]` for the arguments `(out, in, first, count)`.
+fn negate_chunk(buffers: &mut [Vec<u8>], args: &[KernelArg]) -> Result<(), String> {
+    let [
+        KernelArg::Buffer(out),
+        KernelArg::Buffer(input),
+        KernelArg::I64(first),
+        KernelArg::I32(count),
+    ] = args
+    else {
+        return Err(format!("unexpected arguments {args:?}"));
+    };
+    let range = *first as usize * 4..(*first as usize + *count as usize) * 4;
+    let negated: Vec<u8> = buffers[input.0][range.clone()]
+        .chunks_exact(4)
+        .flat_map(|b| (-f32::from_le_bytes([b[0], b[1], b[2], b[3]])).to_le_bytes())
+        .collect();
+    buffers[out.0][range].copy_from_slice(&negated);
+    Ok(())
+}
+
+fn pipelined_results() -> LabResults {
+    let kernels = BTreeMap::from([kernel("negate_chunk", "ok"), kernel("idle_chunk", "ok")]);
+    let mut device = FakeDevice::new();
+    device.define("negate_chunk", negate_chunk);
+    device.define("idle_chunk", |_, _| Ok(()));
+    measure(&mut device, &plan(PIPELINED, &kernels), 3).results
+}
+
+#[test]
+fn a_pipelined_row_is_checked_through_host_memory_and_keeps_its_timeline() {
+    use kernelbook_core::results::timeline::Part;
+    let results = pipelined_results();
+    let one = results.variant("one_stream").expect("variant");
+    let two = results.variant("two_streams").expect("variant");
+    for row in [one, two] {
+        assert!(
+            matches!(row.outcome, Outcome::Measured { .. }),
+            "{}: {:?}",
+            row.name,
+            row.outcome
+        );
+    }
+    let serial = one.timeline.as_ref().expect("a timeline");
+    let overlapped = two.timeline.as_ref().expect("a timeline");
+    assert_eq!((serial.streams, serial.chunks), (1, 4));
+    assert_eq!(overlapped.spans.len(), 12);
+    // The fake's parts take 1 ms each: twelve back to back on one stream.
+    assert_eq!(serial.total_ms, 12.0);
+    assert_eq!(serial.overlap(), Some(1.0));
+    assert_eq!(overlapped.serial_ms(), 12.0);
+    assert!(overlapped.total_ms < serial.total_ms);
+    assert!(overlapped.overlap().expect("overlap") > 1.0);
+    // Chunk 1 runs on the second stream, its copy in beside chunk 0's kernel.
+    let span = |chunk, part| {
+        overlapped
+            .spans
+            .iter()
+            .find(|s| s.chunk == chunk && s.part == part)
+            .expect("span")
+    };
+    assert_eq!(span(1, Part::HostToDevice).stream, 1);
+    assert_eq!(
+        span(1, Part::HostToDevice).start_ms,
+        span(0, Part::Kernel).start_ms
+    );
+    // The median sample's time is the timeline's.
+    let Outcome::Measured { summary, .. } = &two.outcome else {
+        unreachable!()
+    };
+    assert_eq!(summary.median_ms, overlapped.total_ms);
+    assert!(results.validate().is_ok(), "{:?}", results.validate());
+}
+
+#[test]
+fn a_pipelined_row_whose_kernel_writes_nothing_fails_its_check() {
+    let results = pipelined_results();
+    let row = results.variant("no_kernel").expect("variant");
+    assert!(
+        matches!(row.outcome, Outcome::WrongResult { .. }),
+        "{:?}",
+        row.outcome
+    );
+    assert_eq!(row.timeline, None);
+}
+
 /// The transpose lab with L2 controls on its good variant: a fetch granularity, a set-aside
 /// larger than the fake GPU allows and a window over the input.
 fn l2_lab() -> String {

@@ -128,6 +128,9 @@ impl VariantOp for KernelOp {
             .map(|launch| launch_step(env, launch).map(|(step, _)| step))
             .collect::<Result<Vec<_>, _>>()?;
         let (main, annotations) = launch_step(env, &self.main)?;
+        if let Some(pipeline) = &self.pipeline {
+            return super::pipeline::prepare(env, pipeline, main, annotations);
+        }
         Ok(Prepared {
             setup,
             timed: std::iter::once(main).chain(later).collect(),
@@ -249,7 +252,7 @@ fn check_shared_memory(
     Ok(())
 }
 
-fn kernel_arg(env: &mut Env<'_>, arg: ArgPlan) -> Result<KernelArg, Refusal> {
+pub(super) fn kernel_arg(env: &mut Env<'_>, arg: ArgPlan) -> Result<KernelArg, Refusal> {
     Ok(match arg {
         ArgPlan::Buffer(index) => KernelArg::Buffer(env.buffer(index)?),
         ArgPlan::TensorMap(index) => KernelArg::TensorMap(tensor_map(env, index)?),

@@ -11,6 +11,7 @@ pub mod device_copy;
 pub mod host_copy;
 pub mod kernel;
 pub mod library;
+pub mod pipeline;
 pub mod python;
 
 use crate::backend::{BufferId, Device, GemmPrecision, KernelArg, KernelId, Op};
@@ -95,6 +96,7 @@ pub enum Step {
         bytes: usize,
         pinned: bool,
     },
+    Pipeline(crate::backend::pipeline::Pipeline),
 }
 
 impl Step {
@@ -152,6 +154,7 @@ impl Step {
                 bytes: *bytes,
                 pinned: *pinned,
             },
+            Step::Pipeline(pipeline) => Op::Pipeline(pipeline),
         }
     }
 }

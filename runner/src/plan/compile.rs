@@ -19,6 +19,8 @@ use kernelbook_core::{KernelSource, Language};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+mod pipeline;
+
 /// The runner's own measuring settings, which a lab's `[timing]` may override.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Measurement {
@@ -430,7 +432,10 @@ impl PlanCompiler<'_> {
     ) -> Result<OpPlan, LabError> {
         let here = variant.anchor();
         let (Some(builtin), None) = (variant.builtin, &variant.kernel) else {
-            return self.kernel_op(variant, env).map(OpPlan::Kernel);
+            let op = self.kernel_op(variant, env)?;
+            return self
+                .pipelined(op, variant, check, buffers)
+                .map(OpPlan::Kernel);
         };
         // The lab's validation checked the arguments against the builtin's descriptor.
         if let Some(precision) = GemmPrecision::of(builtin) {
@@ -629,6 +634,7 @@ impl PlanCompiler<'_> {
             setup: launches(self, &variant.setup)?,
             main: self.launch(&main, variant, env)?,
             then: launches(self, &variant.then)?,
+            pipeline: None,
         })
     }
 

@@ -261,6 +261,23 @@ pub struct KernelOp {
     pub setup: Vec<LaunchPlan>,
     pub main: LaunchPlan,
     pub then: Vec<LaunchPlan>,
+    /// For a pipelined row, the chunks `main` is launched on (its arguments chunk 0's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pipeline: Option<PipelinePlan>,
+}
+
+/// A pipelined row (`pipeline = { chunks, streams }`): the check's input buffer filled and its
+/// output buffer emptied chunk by chunk, from and into pinned host memory, on `streams` streams.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelinePlan {
+    pub streams: u32,
+    /// Indices into [`LabPlan::buffers`].
+    pub input: usize,
+    pub output: usize,
+    /// Bytes each chunk copies in each direction.
+    pub chunk_bytes: usize,
+    /// The kernel's arguments for each chunk, evaluated with `chunk` bound.
+    pub chunk_args: Vec<Vec<ArgPlan>>,
 }
 
 impl KernelOp {

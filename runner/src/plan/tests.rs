@@ -440,6 +440,93 @@ fn a_sweep_compiles_to_one_variant_per_value_and_its_errors_name_the_entry() {
     assert_eq!(err.line, 25, "{err}");
 }
 
+#[test]
+fn a_pipelined_row_plans_one_launch_per_chunk_over_the_checks_buffers() {
+    let lab = r#"name = "pipe"
+title = "Pipe"
+bytes = "2 * n * 4"
+[params]
+n = 1024
+[[buffers]]
+name = "in"
+len = "n"
+fill = "random"
+[[buffers]]
+name = "out"
+len = "n"
+fill = "poison"
+[check]
+reference = "scale"
+input = "in"
+output = "out"
+factor = "-1"
+[[variants]]
+name = "piped"
+kernel = "copy_scalar"
+pipeline = { chunks = 4, streams = 3 }
+grid = ["n / chunks / 256"]
+block = [256]
+args = ["out", "in", "chunk * (n / chunks):i64", "n / chunks"]
+"#;
+    let plan = plan_of(lab, &kernels_at("ok", 3)).expect("a plan");
+    let OpPlan::Kernel(op) = &plan.variants[0].op else {
+        panic!("a kernel row");
+    };
+    let pipeline = op.pipeline.as_ref().expect("a pipeline");
+    assert_eq!(pipeline.streams, 3);
+    assert_eq!((pipeline.input, pipeline.output), (0, 1));
+    assert_eq!(pipeline.chunk_bytes, 1024);
+    let firsts: Vec<ArgPlan> = pipeline.chunk_args.iter().map(|args| args[2]).collect();
+    assert_eq!(
+        firsts,
+        [0, 256, 512, 768].map(ArgPlan::I64),
+        "each chunk's first element"
+    );
+    assert_eq!(op.main.grid, [1, 1, 1]);
+    assert_eq!(op.main.args, pipeline.chunk_args[0]);
+    // Chunks that do not divide the buffers are refused at the variant.
+    let uneven = lab.replace("chunks = 4, streams = 3", "chunks = 3, streams = 3");
+    let err = plan_of(&uneven, &kernels_at("ok", 3)).expect_err("uneven");
+    assert!(err.message.contains("3 chunks divide"), "{err}");
+}
+
+#[test]
+fn the_host_device_labs_pipelined_rows_plan_sixteen_chunks_on_one_to_four_streams() {
+    let text = include_str!("../../../labs/host_device.toml");
+    let lab = LabSpec::parse(text, Path::new("labs/host_device.toml")).expect("the lab");
+    let source = KernelSource {
+        name: "pipeline_work".into(),
+        source: include_str!("../../../kernels/pipeline_work.cu").into(),
+        origin: SourceLocation {
+            file: "book/src/labs/host-device.md".into(),
+            line: 1,
+        },
+        language: Default::default(),
+    };
+    let kernels = BTreeMap::from([("pipeline_work".to_string(), source)]);
+    let plan = compile(
+        &lab,
+        &kernels,
+        &Target::of(&h200()),
+        &Measurement::default(),
+    )
+    .expect("a plan");
+    for streams in 1..=4u32 {
+        let variant = plan
+            .variant(&format!("pipeline_{streams}"))
+            .expect("the row");
+        let OpPlan::Kernel(op) = &variant.op else {
+            panic!("a kernel row");
+        };
+        let pipeline = op.pipeline.as_ref().expect("pipelined");
+        assert_eq!(pipeline.streams, streams);
+        assert_eq!(pipeline.chunk_args.len(), 16);
+        assert_eq!(pipeline.chunk_bytes, 16 << 20);
+        assert_eq!(op.main.grid, [16384, 1, 1]);
+        assert_eq!(pipeline.chunk_args[15][4], ArgPlan::I64(15 << 22));
+    }
+}
+
 /// The copy lab with L2 controls on its kernel variant.
 fn with_l2(l2: &str) -> String {
     LAB.replace(

@@ -38,6 +38,8 @@ pub struct Cuda {
     start: CudaEvent,
     end: CudaEvent,
     cublas: cublas::Library,
+    /// The side streams and events of pipelined rows, made on first use.
+    streams: super::streams::Streams,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
 }
@@ -96,7 +98,8 @@ impl GpuDevice<Cuda> {
         // SAFETY: the contract is that the caller orders work on buffers across streams. This
         // device creates exactly one stream, before any buffer exists, and allocates, uses and
         // frees every buffer on it, so stream order alone sequences all accesses and every free
-        // comes after the last use. Turning tracking off means no event is recorded around
+        // comes after the last use. A pipelined row's side streams wait for this stream before
+        // their first copy and it waits for them after their last (`gpu/pipeline.rs`). Turning tracking off means no event is recorded around
         // launches and copies, where it would sit inside the timed region.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx
@@ -112,6 +115,7 @@ impl GpuDevice<Cuda> {
             start,
             end,
             cublas: cublas::Library::default(),
+            streams: Default::default(),
             stream,
             ctx,
         };
@@ -120,6 +124,51 @@ impl GpuDevice<Cuda> {
 }
 
 impl Cuda {
+    /// Queues a launch on `stream` (the main one, or a pipelined row's side stream).
+    fn launch_on_stream(
+        &self,
+        stream: &Arc<CudaStream>,
+        kernel: &Kernel<Function>,
+        shape: &LaunchShape,
+        args: &[LaunchArg<'_, CudaSlice<u8>>],
+    ) -> Result<(), DeviceError> {
+        self.ensure_dynamic_shared("launch", kernel, shape.shared_bytes)?;
+        let mut builder = stream.launch_builder(&kernel.function.function);
+        for arg in args {
+            // Scalars are passed by reference into `args`, which outlives the launch call; the
+            // driver copies every parameter when the launch is queued.
+            match arg {
+                LaunchArg::Buffer(buffer) => builder.arg(*buffer),
+                LaunchArg::TensorMap(map) => builder.arg(*map),
+                LaunchArg::I32(value) => builder.arg(value),
+                LaunchArg::I64(value) => builder.arg(value),
+                LaunchArg::U32(value) => builder.arg(value),
+                LaunchArg::U64(value) => builder.arg(value),
+                LaunchArg::F32(value) => builder.arg(value),
+                LaunchArg::F64(value) => builder.arg(value),
+            };
+        }
+        let [gx, gy, gz] = shape.grid;
+        let [bx, by, bz] = shape.block;
+        let config = LaunchConfig {
+            grid_dim: (gx, gy, gz),
+            block_dim: (bx, by, bz),
+            shared_mem_bytes: shape.shared_bytes,
+        };
+        // SAFETY: `cuLaunchKernel` reads one pointer per kernel parameter and copies the value
+        // behind it. The pointers are to the device pointers inside the buffers and to the
+        // scalars inside `args`, both borrowed for this whole call. `GpuDevice` has matched
+        // their number and sizes against the kernel's parameter list where the driver reports
+        // it; that they mean what the kernel expects (the argument types come from the lab file)
+        // is the lab author's responsibility, as is staying inside the buffers, which outlive
+        // the launch because `GpuDevice` frees buffers only after a synchronize (in
+        // `release_lab` and when dropped).
+        unsafe { builder.launch(config) }
+            .map_err(|e| result::error_about("launch", &format!("kernel `{}`", kernel.name), e))?;
+        // Errors cudarc could only record (in `Drop`s) surface here rather than later.
+        self.ctx.check_err().during("launch")
+    }
+
     /// Raises the kernel's dynamic shared memory limit to `bytes` if needed: beyond 48 KiB
     /// (less the static shared memory) the driver refuses launches until the kernel opts in.
     fn ensure_dynamic_shared(
@@ -381,41 +430,64 @@ impl Vendor for Cuda {
         shape: &LaunchShape,
         args: &[LaunchArg<'_, CudaSlice<u8>>],
     ) -> Result<(), DeviceError> {
-        self.ensure_dynamic_shared("launch", kernel, shape.shared_bytes)?;
-        let mut builder = self.stream.launch_builder(&kernel.function.function);
-        for arg in args {
-            // Scalars are passed by reference into `args`, which outlives the launch call; the
-            // driver copies every parameter when the launch is queued.
-            match arg {
-                LaunchArg::Buffer(buffer) => builder.arg(*buffer),
-                LaunchArg::TensorMap(map) => builder.arg(*map),
-                LaunchArg::I32(value) => builder.arg(value),
-                LaunchArg::I64(value) => builder.arg(value),
-                LaunchArg::U32(value) => builder.arg(value),
-                LaunchArg::U64(value) => builder.arg(value),
-                LaunchArg::F32(value) => builder.arg(value),
-                LaunchArg::F64(value) => builder.arg(value),
-            };
-        }
-        let [gx, gy, gz] = shape.grid;
-        let [bx, by, bz] = shape.block;
-        let config = LaunchConfig {
-            grid_dim: (gx, gy, gz),
-            block_dim: (bx, by, bz),
-            shared_mem_bytes: shape.shared_bytes,
+        self.launch_on_stream(&self.stream, kernel, shape, args)
+    }
+
+    fn open_streams(&mut self, streams: usize, marks: usize) -> Result<(), DeviceError> {
+        self.streams.open(&self.ctx, streams, marks)
+    }
+
+    fn join_stream(&self, stream: usize, fork: bool) -> Result<(), DeviceError> {
+        let side = self.streams.stream(stream)?;
+        let (waits, on) = if fork {
+            (side, &self.stream)
+        } else {
+            (&self.stream, side)
         };
-        // SAFETY: `cuLaunchKernel` reads one pointer per kernel parameter and copies the value
-        // behind it. The pointers are to the device pointers inside the buffers and to the
-        // scalars inside `args`, both borrowed for this whole call. `GpuDevice` has matched
-        // their number and sizes against the kernel's parameter list where the driver reports
-        // it; that they mean what the kernel expects (the argument types come from the lab file)
-        // is the lab author's responsibility, as is staying inside the buffers, which outlive
-        // the launch because `GpuDevice` frees buffers only after a synchronize (in
-        // `release_lab` and when dropped).
-        unsafe { builder.launch(config) }
-            .map_err(|e| result::error_about("launch", &format!("kernel `{}`", kernel.name), e))?;
-        // Errors cudarc could only record (in `Drop`s) surface here rather than later.
-        self.ctx.check_err().during("launch")
+        waits.join(on).during("pipeline")
+    }
+
+    fn copy_from_pinned_on(
+        &self,
+        stream: usize,
+        dst: &CudaSlice<u8>,
+        src: &PinnedHostSlice<u8>,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<(), DeviceError> {
+        let stream = self.streams.stream(stream)?;
+        super::streams::copy_from_pinned(stream, dst, src, offset, bytes)
+    }
+
+    fn copy_to_pinned_on(
+        &self,
+        stream: usize,
+        dst: &mut PinnedHostSlice<u8>,
+        src: &CudaSlice<u8>,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<(), DeviceError> {
+        let stream = self.streams.stream(stream)?;
+        super::streams::copy_to_pinned(stream, dst, src, offset, bytes)
+    }
+
+    fn launch_on(
+        &self,
+        stream: usize,
+        kernel: &Kernel<Function>,
+        shape: &LaunchShape,
+        args: &[LaunchArg<'_, CudaSlice<u8>>],
+    ) -> Result<(), DeviceError> {
+        self.launch_on_stream(self.streams.stream(stream)?, kernel, shape, args)
+    }
+
+    fn mark(&self, stream: usize, mark: usize) -> Result<(), DeviceError> {
+        let event = self.streams.event(mark)?;
+        event.record(self.streams.stream(stream)?).during("time")
+    }
+
+    fn mark_ms(&self, mark: usize) -> Result<f32, DeviceError> {
+        super::streams::elapsed(&self.start, self.streams.event(mark)?)
     }
 
     fn record(&self, event: TimingEvent) -> Result<(), DeviceError> {

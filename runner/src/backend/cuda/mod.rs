@@ -24,6 +24,7 @@ mod nvrtc;
 pub mod nvrtc_search;
 mod probe;
 pub mod result;
+mod streams;
 mod tensor_map;
 
 pub use device::{Cuda, CudaDevice, Function};

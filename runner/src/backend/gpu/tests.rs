@@ -143,6 +143,60 @@ impl Vendor for Recorder {
         self.note(format!("sync ({operation})"));
         Ok(())
     }
+    fn open_streams(&mut self, streams: usize, marks: usize) -> Result<(), DeviceError> {
+        self.note(format!("open {streams} streams, {marks} events"));
+        Ok(())
+    }
+    fn join_stream(&self, stream: usize, fork: bool) -> Result<(), DeviceError> {
+        self.note(match fork {
+            true => format!("s{stream} waits for main"),
+            false => format!("main waits for s{stream}"),
+        });
+        Ok(())
+    }
+    fn copy_from_pinned_on(
+        &self,
+        stream: usize,
+        _: &Bytes,
+        _: &Bytes,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<(), DeviceError> {
+        self.note(format!("s{stream} htod {offset}+{bytes}"));
+        Ok(())
+    }
+    fn copy_to_pinned_on(
+        &self,
+        stream: usize,
+        _: &mut Bytes,
+        _: &Bytes,
+        offset: usize,
+        bytes: usize,
+    ) -> Result<(), DeviceError> {
+        self.note(format!("s{stream} dtoh {offset}+{bytes}"));
+        Ok(())
+    }
+    fn launch_on(
+        &self,
+        stream: usize,
+        kernel: &Kernel<()>,
+        _: &LaunchShape,
+        args: &[LaunchArg<'_, Bytes>],
+    ) -> Result<(), DeviceError> {
+        self.note(format!(
+            "s{stream} launch {} ({} args)",
+            kernel.name,
+            args.len()
+        ));
+        Ok(())
+    }
+    fn mark(&self, stream: usize, mark: usize) -> Result<(), DeviceError> {
+        self.note(format!("s{stream} mark {mark}"));
+        Ok(())
+    }
+    fn mark_ms(&self, mark: usize) -> Result<f32, DeviceError> {
+        Ok(mark as f32 * 0.5)
+    }
     fn flush_bytes(&self, l2_bytes: u64) -> u64 {
         l2_bytes * 2
     }
@@ -507,5 +561,68 @@ fn a_tensor_map_must_lie_inside_its_buffer_and_is_passed_by_value() -> Result<()
             .map(|arg| matches!(arg, LaunchArg::TensorMap(bytes) if bytes.0[0] == 7)),
         Ok(true)
     );
+    Ok(())
+}
+
+#[test]
+fn a_pipeline_issues_each_chunk_on_its_stream_between_the_timing_events() -> Result<(), DeviceError>
+{
+    use crate::backend::pipeline::{ChunkLaunch, Pipeline};
+    let mut gpu = device();
+    let (input, output) = (gpu.alloc(16)?, gpu.alloc(16)?);
+    let (k, _) = gpu.load(&kernel())?;
+    let chunk = |first| ChunkLaunch {
+        kernel: k,
+        shape: shape(),
+        args: vec![KernelArg::Buffer(output), KernelArg::U32(first)],
+    };
+    let pipeline = Pipeline {
+        streams: 2,
+        input,
+        output,
+        chunk_bytes: 8,
+        chunks: vec![chunk(0), chunk(2)],
+    };
+    // Nothing staged: refused before anything is queued.
+    calls(&gpu);
+    assert!(gpu.run(&Op::Pipeline(&pipeline)).is_err());
+    gpu.stage_host(true, &[1; 16])?;
+    calls(&gpu);
+    gpu.time(&Op::Pipeline(&pipeline))?;
+    assert_eq!(
+        calls(&gpu),
+        [
+            "record Start",
+            "open 2 streams, 12 events",
+            "s0 waits for main",
+            "s1 waits for main",
+            "s0 mark 0",
+            "s0 htod 0+8",
+            "s0 mark 1",
+            "s0 mark 2",
+            "s0 launch copy (2 args)",
+            "s0 mark 3",
+            "s0 mark 4",
+            "s0 dtoh 0+8",
+            "s0 mark 5",
+            "s1 mark 6",
+            "s1 htod 8+8",
+            "s1 mark 7",
+            "s1 mark 8",
+            "s1 launch copy (2 args)",
+            "s1 mark 9",
+            "s1 mark 10",
+            "s1 dtoh 8+8",
+            "s1 mark 11",
+            "main waits for s0",
+            "main waits for s1",
+            "record End",
+            "elapsed",
+        ]
+    );
+    let spans = gpu.pipeline_spans()?;
+    assert_eq!(spans.len(), 6);
+    assert_eq!((spans[3].stream, spans[3].chunk), (1, 1));
+    assert_eq!((spans[3].start_ms, spans[3].end_ms), (3.0, 3.5));
     Ok(())
 }
