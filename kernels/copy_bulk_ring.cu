@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/lab1-bandwidth-ceiling.md:311 (sha256 504a4c16c9ebab9b). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/lab1-bandwidth-ceiling.md:317 (sha256 aaa5c543327ce77f). Edit the book, not this file.
 // A persistent grid: each block keeps STAGES chunks of `chunk` bytes in flight through a ring of
 // shared-memory buffers, one mbarrier each, refilling a buffer as soon as the engine has read it
 // back out. Block b moves chunks b, b + gridDim.x, b + 2 gridDim.x, ...

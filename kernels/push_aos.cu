@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/layout.md:101 (sha256 2f7a373eb322d7a5). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/layout.md:110 (sha256 a5c6d59f810ad20c). Edit the book, not this file.
 // An array of 32-byte structures: lane i reads three fields of particle i, 32 bytes from its
 // neighbours' (stride 8 in floats).
 struct Particle {

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/layout.md:117 (sha256 bb39dfcc463181b6). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/layout.md:126 (sha256 a2706cba8e72da53). Edit the book, not this file.
 // The array of structures read whole: two float4 loads per particle, (x, y, z, vx) and
 // (vy, vz, m, q).
 extern "C" __global__ void push_aos_float4(float *__restrict__ x_out,

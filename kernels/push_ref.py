@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/labs/layout.md:144 (sha256 ca63486c53a88272). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/labs/layout.md:153 (sha256 93ebd58cf9ed66f4). Edit the book, not this file.
 import numpy as np
 
 def push_ref(n, dt, e, aos=None, soa=None):

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/labs/layout.md:131 (sha256 e8ee24da84ef5a33). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/labs/layout.md:140 (sha256 38847c72458c23a9). Edit the book, not this file.
 // A structure of arrays: field f of particle i at soa[f * n + i]; each field read is a
 // coalesced stream, lanes 4 bytes apart.
 extern "C" __global__ void push_soa(float *__restrict__ x_out, const float *__restrict__ soa,

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:405 (sha256 7d09b9f9f9f21cbd). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:404 (sha256 11d0385e7fe02af5). Edit the book, not this file.
 // Lane t of every warp reads shared words t * stride + 32 j (j = 0..31), reps / 32 rounds over:
 // every read has the conflict degree gcd(stride, 32). reps must be a multiple of 32, and
 // 31 * stride + 992 below WORDS (stride up to 100).

@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:435 (sha256 fecc74f17c35fb8b). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:434 (sha256 fad4d73e4efe003c). Edit the book, not this file.
 import numpy as np
 
 def smem_stride_reads_ref(words, blocks, reps, stride):

@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:498 (sha256 1766bbb244a125d4). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:497 (sha256 e191325bb530da75). Edit the book, not this file.
 // Lane t of every warp reads the WIDTH-word element t * stride + (32 / WIDTH) j (j = 0..31) of a
 // shared array, reps / 32 rounds over. WIDTH is 2 (8-byte loads) or 4 (16-byte loads); reps must
 // be a multiple of 32, and 31 * stride + 31 * 32 / WIDTH below 4096 / WIDTH.

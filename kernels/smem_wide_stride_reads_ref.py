@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:538 (sha256 0763175dab9d0934). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/hierarchy/shared-memory.md:537 (sha256 ebd5b4f02272b085). Edit the book, not this file.
 import numpy as np
 
 def smem_wide_stride_reads_ref(words, blocks, reps, stride, width):
