@@ -776,7 +776,7 @@ done"#,
     /// operation): its torch_sum job checks its sum and returns the samples the runner's rule
     /// asks for, in the protocol the runner speaks.
     #[test]
-    fn the_real_worker_sums_under_a_stand_in_torch() {
+    fn the_real_worker_sums_and_transposes_under_a_stand_in_torch() {
         let dir = tempfile::tempdir().expect("tempdir");
         let torch = include_str!("stand_in_torch.py");
         std::fs::write(dir.path().join("torch.py"), torch).expect("the stand-in torch");
@@ -840,6 +840,11 @@ done"#,
                 assert!(mismatch.is_some_and(|m| m.count == 1));
             }
             other => panic!("expected a wrong sum, got {other:?}"),
+        }
+        // The same process, PyTorch's transpose next: checked, then sampled.
+        match peers.measure(&request(&rule), Duration::from_secs(60)) {
+            PeerRun::Measured { samples_ms, .. } => assert_eq!(samples_ms, vec![1.0; 4]),
+            other => panic!("expected samples, got {other:?}"),
         }
     }
 }

@@ -29,7 +29,8 @@ def reply(message):
 try:
     import torch
 except Exception as error:
-    reply({"unavailable": "python3 has no torch (" + type(error).__name__ + ")"})
+    reply({"unavailable": sys.executable + " has no torch (" + type(error).__name__
+           + "): KERNELBOOK_PYTHON names the interpreter to use"})
     sys.exit(0)
 try:
     import triton  # imported now, while nothing waits for it
