@@ -290,6 +290,7 @@ fn every_variant_of_the_real_labs_is_verified_and_timed() {
         ("reduction", &[("n", 1 << 22)]),
         ("offset", &[("n", 1 << 22)]),
         ("aos_soa", &[("n", 1 << 20)]),
+        ("l2_window", &[("n", 1 << 22)]),
     ];
     let ready: Vec<String> = std::fs::read_dir(repo().join("labs"))
         .expect("labs/")
