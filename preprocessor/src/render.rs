@@ -24,6 +24,9 @@ pub struct RowView {
     /// "ok", "FAIL" (wrong result) or "ERROR" (did not run).
     pub status: String,
     pub problem: Option<String>,
+    /// The problem is the one the row is there to show: a drill's starter with a bug to find
+    /// (`baseline = "solution"`) gives a wrong result on purpose. Shown, not a build failure.
+    pub intended: bool,
     /// Why a peer was not measured here (it is not installed): not a failure.
     pub unavailable: Option<String>,
     pub gbs: String,
@@ -290,7 +293,7 @@ impl LabView {
         if let (Some(why), false) = (&self.missing, self.origin_class == "planned") {
             failures.push(format!("lab `{}`: no results: {why}", self.lab));
         }
-        for row in &self.rows {
+        for row in self.rows.iter().filter(|row| !row.intended) {
             if let Some(problem) = &row.problem {
                 failures.push(format!(
                     "lab `{}`, {}: {} {problem}",
@@ -841,6 +844,7 @@ fn blank_row(lab: &LabSpec, name: &str) -> RowView {
         kernel: None,
         status: "ok".into(),
         problem: None,
+        intended: false,
         unavailable: None,
         gbs: dash(),
         pct_ceiling: dash(),
@@ -910,7 +914,12 @@ fn row_view(
             row.noisy = *noisy;
         }
         Outcome::WrongResult { mismatch } => {
-            row.status = "FAIL".into();
+            row.intended = is_starter_with_a_bug(lab, &v.name);
+            row.status = if row.intended {
+                "FAIL, the bug this drill asks you to find".into()
+            } else {
+                "FAIL".into()
+            };
             row.problem = Some(format!(
                 "wrong result at index {}: expected {}, got {} ({} of the elements differ); no time is reported",
                 mismatch.index, mismatch.expected, mismatch.actual, mismatch.count
@@ -933,6 +942,15 @@ fn row_view(
         }
     }
     row
+}
+
+/// Whether `variant` is the starter of an exercise whose starter is wrong on purpose (a bug to
+/// find, timed against the solution).
+fn is_starter_with_a_bug(lab: &LabSpec, variant: &str) -> bool {
+    lab.exercise.as_ref().is_some_and(|exercise| {
+        exercise.starter == variant
+            && exercise.baseline == kernelbook_core::exercise::Baseline::Solution
+    })
 }
 
 /// A measured row's figures, formatted as the table shows them.

@@ -326,3 +326,28 @@ fn a_live_table_on_another_gpu_shows_the_recorded_gpu_beside_it() {
         );
     }
 }
+
+#[test]
+fn a_drills_starter_with_a_bug_to_find_shows_its_wrong_result_without_failing_the_build() {
+    let (_, _, view) = recorded("drill_race");
+    let starter = view
+        .rows
+        .iter()
+        .find(|row| row.name == "starter")
+        .expect("the starter's row");
+    assert!(starter.intended, "{starter:?}");
+    assert!(
+        starter
+            .status
+            .contains("the bug this drill asks you to find")
+    );
+    assert!(
+        starter
+            .problem
+            .as_deref()
+            .is_some_and(|p| p.contains("wrong result"))
+    );
+    assert!(view.failures().is_empty(), "{:?}", view.failures());
+    let solution = view.rows.iter().find(|row| row.name == "solution");
+    assert!(solution.is_some_and(|row| !row.intended && row.problem.is_none()));
+}

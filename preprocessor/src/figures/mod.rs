@@ -951,10 +951,10 @@ mod tests {
     #[test]
     fn dram_bytes_and_sectors_come_from_the_labs_profile() {
         let results = recorded("strided");
-        // Stride 1 reads its 64 MiB once; stride 16 reads 16 times as much, stride 64 no more.
+        // Stride 1 reads its 256 MiB once; stride 16 reads 16 times as much, stride 64 no more.
         assert_eq!(
             shown("{{#value strided.s1.dram_read}}", &results).as_deref(),
-            Ok("67.1")
+            Ok("268")
         );
         for (row, times) in [
             ("s2", "2.0×"),

@@ -443,13 +443,16 @@ fn expected_capture(id: &str) -> Option<Option<(Kind, &'static str, &'static str
         "35" => Some((OutOfBounds(Access::Write), "oob_neighbour", "memcheck")),
         // Either side of the race may be printed first.
         "04" | "11" | "12" | "25" | "28" => Some((SharedRace, "shared_race", "racecheck")),
-        "05" | "14" | "26" | "30" => Some((UninitializedShared, "halo_unloaded", "initcheck")),
         "06" | "27" | "29" => Some((DivergentBarrier, "divergent_barrier", "synccheck")),
         "07" | "32" => Some((UninitializedGlobal, "uninit_accumulate", "initcheck")),
         "08" | "31" => Some((Misaligned(Access::Read), "misaligned_vector", "memcheck")),
         _ => return None,
     })
 }
+
+/// The capture runs that asked initcheck for `--initcheck-address-space`, which the
+/// compute-sanitizer of CUDA 13.0 (2025.3.1) rejects as an unrecognised option.
+const REFUSED_OPTION_RUNS: [&str; 6] = ["05", "14", "18", "20", "26", "30"];
 
 #[test]
 fn captured_runs_read_as_the_probes_meant() {
@@ -477,8 +480,19 @@ fn captured_runs_read_as_the_probes_meant() {
             .into_iter()
             .find(|t| t.name() == tool)
             .unwrap_or_else(|| panic!("run {id}: tool {tool}"));
-        let report = tool::classify(tool, "?", &log, &stdout, "")
-            .unwrap_or_else(|e| panic!("run {id}: {e}"));
+        let stderr =
+            std::fs::read_to_string(dir.join(format!("runs/{id}.stderr"))).unwrap_or_default();
+        let classified = tool::classify(tool, "?", &log, &stdout, &stderr);
+        // CUDA 13.0's initcheck has no shared-memory mode: the runs that asked for it show
+        // the tool refusing the option, not a finding.
+        if REFUSED_OPTION_RUNS.contains(&id) {
+            let Err(SanitizerError::Failed { tail, .. }) = &classified else {
+                panic!("run {id}: {classified:?}");
+            };
+            assert!(tail.contains("unrecognised option"), "run {id}: {tail}");
+            continue;
+        }
+        let report = classified.unwrap_or_else(|e| panic!("run {id}: {e}"));
         let buffers = buffers(&stdout);
         let context = Context {
             sources: Sources { kernels: &kernels },
