@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/exercises/drill-halo.md:70 (sha256 c1cb72148eea4a20). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/exercises/drill-halo.md:72 (sha256 218800c54689d005). Edit the book, not this file.
 #define TILE 256
 
 // Fixed: threads 0 and 1 also load the element before the block and the one after it (0

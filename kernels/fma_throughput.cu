@@ -1,4 +1,4 @@
-// Tangled by `kernelbook tangle` from book/src/practice/memory-wall.md:221 (sha256 f9698fb646ded6c9). Edit the book, not this file.
+// Tangled by `kernelbook tangle` from book/src/practice/memory-wall.md:227 (sha256 7abb38ec7baf29a4). Edit the book, not this file.
 #define CHAINS 8
 
 extern "C" __global__ void fma_throughput(float *__restrict__ out,

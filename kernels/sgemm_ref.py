@@ -1,4 +1,4 @@
-# Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:357 (sha256 fe183bdcb44880ad). Edit the book, not this file.
+# Tangled by `kernelbook tangle` from book/src/labs/lab4-reuse.md:377 (sha256 3ac5c877fa5bf917). Edit the book, not this file.
 import numpy as np
 
 def sgemm_ref(a, b, n):

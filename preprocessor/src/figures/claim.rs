@@ -219,9 +219,11 @@ pub fn check_compare(
     Ok(note(results, &escape(&figures)))
 }
 
+/// The note a claim that does not hold puts in the sentence, led by a space: a claim sits
+/// right after the word it qualifies (`one{{#claim …}}`).
 fn note(results: &LabResults, figures: &str) -> String {
     format!(
-        "(not on the {}: {figures})",
+        " (not on the {}: {figures})",
         escape(&results.provenance.device.name)
     )
 }

@@ -801,7 +801,7 @@ mod tests {
         let fails = Query::parse("{{#claim transpose.padded < transpose.naive}}").expect("a claim");
         let note = figure(&fails, Some(&results)).expect("a note");
         assert!(
-            note.starts_with("(not on the NVIDIA H200: padded "),
+            note.starts_with(" (not on the NVIDIA H200: padded "),
             "{note}"
         );
         assert!(render(&fails, Some(&results), "r").contains("data-holds=\"false\""));
@@ -869,7 +869,7 @@ mod tests {
         assert_eq!(shown(&at_least(ratio * 0.99), &results), Ok(String::new()));
         let note = shown(&at_least(ratio * 1.01), &results).expect("a note");
         assert!(
-            note.starts_with("(not on the NVIDIA H200: padded "),
+            note.starts_with(" (not on the NVIDIA H200: padded "),
             "{note}"
         );
         assert!(note.contains(&format!("{ratio:.2}×, not ≥ ")), "{note}");
