@@ -439,11 +439,9 @@ fn check_on_fake_device(book: &Path, source: &str, sanitizer: &Path) -> (Option<
     (output.status.code(), text(&output.stdout))
 }
 
-#[test]
-fn a_wrong_kernel_is_explained_by_the_sanitizer_at_the_learners_line() {
-    let book = exercise_book();
-    let tools = tempfile::tempdir().expect("tempdir");
-    let sanitizer = tools.path().join("compute-sanitizer");
+/// [`STAND_IN_SANITIZER`] written into `dir` as an executable `compute-sanitizer`.
+fn stand_in_sanitizer(dir: &Path) -> PathBuf {
+    let sanitizer = dir.join("compute-sanitizer");
     std::fs::write(&sanitizer, STAND_IN_SANITIZER).expect("write the stand-in");
     #[cfg(unix)]
     {
@@ -451,6 +449,14 @@ fn a_wrong_kernel_is_explained_by_the_sanitizer_at_the_learners_line() {
         std::fs::set_permissions(&sanitizer, std::fs::Permissions::from_mode(0o755))
             .expect("chmod");
     }
+    sanitizer
+}
+
+#[test]
+fn a_wrong_kernel_is_explained_by_the_sanitizer_at_the_learners_line() {
+    let book = exercise_book();
+    let tools = tempfile::tempdir().expect("tempdir");
+    let sanitizer = stand_in_sanitizer(tools.path());
     // The fake device leaves the last element of `dst` unwritten for this source: still the
     // poison, so memcheck is asked first.
     let wrong = format!(
@@ -487,4 +493,121 @@ fn a_wrong_kernel_is_explained_by_the_sanitizer_at_the_learners_line() {
     let (_, stdout) = check_on_fake_device(book.path(), &solved(book.path()), &sanitizer);
     assert!(!stdout.contains("compute-sanitizer"), "{stdout}");
     assert!(!tools.path().join("runs.txt").exists());
+}
+
+#[test]
+fn check_json_carries_the_verdict_and_the_sanitizers_finding_at_the_learners_line() {
+    let book = exercise_book();
+    let tools = tempfile::tempdir().expect("tempdir");
+    let sanitizer = stand_in_sanitizer(tools.path());
+    let wrong = format!(
+        "{}// {}\n",
+        book_kernel(book.path(), "copy_chunked"),
+        kernelbook_runner::backend::fake::FAKE_SKIP_LAST
+    );
+    let file = book.path().join("mine.cu");
+    std::fs::write(&file, wrong).expect("write the learner's kernel");
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(book.path())
+        .args([
+            "check",
+            "coalesce",
+            file.to_str().expect("utf-8 path"),
+            "--json",
+        ])
+        .env("KERNELBOOK_DEVICE", "fake")
+        .env("KERNELBOOK_SANITIZER", &sanitizer)
+        .output()
+        .expect("run kernelbook");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let report: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("the report is JSON");
+    assert_eq!(report["verdict"], "fail", "{report:#}");
+    assert_eq!(
+        report["rows"].as_array().map(Vec::len),
+        Some(3),
+        "{report:#}"
+    );
+    let findings = report["findings"].as_array().expect("findings");
+    assert_eq!(findings.len(), 1, "{report:#}");
+    assert_eq!(findings[0]["line"], 8, "{report:#}");
+    let lines = report["sanitizer"]
+        .as_array()
+        .expect("the sanitizer's lines");
+    assert!(
+        lines.iter().any(|l| l
+            .as_str()
+            .is_some_and(|l| l.starts_with("memcheck: out-of-bounds write"))),
+        "{report:#}"
+    );
+}
+
+/// `kernelbook run coalesce` on the fake device with the stand-in sanitizer, the starter's
+/// kernel in the chapter marked to leave its last element unwritten: exit code, stdout, and
+/// the tools the stand-in ran.
+fn run_with_a_failing_variant(lab_prefix: &str) -> (Option<i32>, String, String) {
+    let book = exercise_book();
+    let chapter = book.path().join("book/src/coalesce.md");
+    let marked = CHAPTER.replacen(
+        "#define PER_THREAD 32\n",
+        &format!(
+            "#define PER_THREAD 32\n// {}\n",
+            kernelbook_runner::backend::fake::FAKE_SKIP_LAST
+        ),
+        1,
+    );
+    std::fs::write(&chapter, marked).expect("write the chapter");
+    let lab = book.path().join("labs/coalesce.toml");
+    std::fs::write(&lab, format!("{lab_prefix}{EXERCISE_LAB}")).expect("write the lab");
+    let tools = tempfile::tempdir().expect("tempdir");
+    let sanitizer = stand_in_sanitizer(tools.path());
+    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+        .arg("--root")
+        .arg(book.path())
+        .args(["run", "coalesce"])
+        .env("KERNELBOOK_DEVICE", "fake")
+        .env("KERNELBOOK_SANITIZER", &sanitizer)
+        .output()
+        .expect("run kernelbook");
+    let runs = std::fs::read_to_string(tools.path().join("runs.txt")).unwrap_or_default();
+    (output.status.code(), text(&output.stdout), runs)
+}
+
+#[test]
+fn a_lab_variant_that_fails_is_run_under_the_sanitizer_by_run() {
+    let (code, stdout, runs) = run_with_a_failing_variant("");
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(
+        stdout.contains("`starter` under compute-sanitizer:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("memcheck: out-of-bounds write at"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("coalesce.md:"),
+        "at the chapter's line:\n{stdout}"
+    );
+    assert!(
+        !stdout.contains("`solution` under"),
+        "a passing variant is not run:\n{stdout}"
+    );
+    assert_eq!(runs.lines().collect::<Vec<_>>(), ["memcheck"], "{stdout}");
+}
+
+#[test]
+fn a_lab_that_asks_runs_every_variant_under_the_sanitizer() {
+    let (code, stdout, runs) = run_with_a_failing_variant("sanitize = true\n");
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(
+        stdout.contains("`starter` under compute-sanitizer:"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("`solution` under compute-sanitizer:"),
+        "{stdout}"
+    );
+    assert!(runs.lines().count() >= 2, "{runs}");
 }

@@ -113,6 +113,15 @@ pub struct LabSpec {
     /// installed, and show its memory counters under the table.
     #[serde(default)]
     pub profile: bool,
+    /// For authors: `kernelbook run` also runs every kernel variant that passed under
+    /// compute-sanitizer, and says what it found under the table (a variant that failed its
+    /// check or faulted is run under it whatever this says).
+    #[serde(default)]
+    pub sanitize: bool,
+    /// The size parameters the sanitizer's runs of `kernelbook run` use instead of the lab's
+    /// (`sanitize_params = { n = 65536 }`): the tools slow a kernel down a hundredfold.
+    #[serde(default)]
+    pub sanitize_params: Params,
     /// Makes the lab an exercise `kernelbook check` can grade.
     #[serde(default)]
     pub exercise: Option<crate::exercise::ExerciseSpec>,
@@ -898,6 +907,7 @@ impl LabSpec {
         self.validate_against()?;
         self.validate_summary_references()?;
         self.validate_exercise()?;
+        self.validate_sanitize_params(&self.sanitize_params)?;
         self.validate_plot()?;
         self.validate_chart()?;
         self.validate_ceiling()
@@ -1073,6 +1083,21 @@ impl LabSpec {
         Ok(())
     }
 
+    /// `sanitize_params` (the lab's or its exercise's) names parameters of the lab.
+    fn validate_sanitize_params(&self, sizes: &Params) -> Result<(), LabError> {
+        match sizes.keys().find(|name| !self.params.contains_key(*name)) {
+            Some(name) => Err(self.error_at(
+                "sanitize_params",
+                format!(
+                    "sanitize_params names `{name}`, which is not a parameter of lab `{}` (it has: {})",
+                    self.name,
+                    self.params.keys().cloned().collect::<Vec<_>>().join(", ")
+                ),
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// `[exercise]`, if given, names kernel variants and a positive `min_speedup`.
     fn validate_exercise(&self) -> Result<(), LabError> {
         let Some(exercise) = &self.exercise else {
@@ -1098,20 +1123,7 @@ impl LabSpec {
                 }
             }
         }
-        if let Some(name) = exercise
-            .sanitize_params
-            .keys()
-            .find(|name| !self.params.contains_key(*name))
-        {
-            return Err(self.error_at(
-                "sanitize_params",
-                format!(
-                    "sanitize_params names `{name}`, which is not a parameter of lab `{}` (it has: {})",
-                    self.name,
-                    self.params.keys().cloned().collect::<Vec<_>>().join(", ")
-                ),
-            ));
-        }
+        self.validate_sanitize_params(&exercise.sanitize_params)?;
         if !(exercise.min_speedup.is_finite() && exercise.min_speedup > 0.0) {
             return Err(self.error_at(
                 "min_speedup",
@@ -2220,6 +2232,13 @@ min_speedup = 2.0
         .expect("valid");
         let sizes = small.exercise.map(|e| e.sanitize_params);
         assert_eq!(sizes, Some([("n".to_string(), 4096)].into()));
+        assert!(!small.sanitize && small.sanitize_params.is_empty());
+        let authors = parse(&format!(
+            "sanitize = true\nsanitize_params = {{ n = 256 }}\n{SWEEP}"
+        ))
+        .expect("valid");
+        assert!(authors.sanitize);
+        assert_eq!(authors.sanitize_params, [("n".to_string(), 256)].into());
     }
 
     #[test]
@@ -2251,6 +2270,10 @@ min_speedup = 2.0
                     "min_speedup = 2.0\nsanitize_params = { m = 4096 }",
                 ),
                 "sanitize_params names `m`, which is not a parameter of lab",
+            ),
+            (
+                format!("sanitize = true\nsanitize_params = {{ size = 64 }}\n{SWEEP}"),
+                "sanitize_params names `size`, which is not a parameter of lab",
             ),
             (
                 SWEEP.replace("[work]\ncount = \"n * 2\"\nunit = \"FLOP\"\n", ""),

@@ -65,7 +65,7 @@ pub mod supervisor;
 pub use counters::CountersPolicy;
 pub use runner::{
     CheckedExercise, KernelProblem, LabOutcome, LabRequest, Lookup, Mode, Runner, RunnerConfig,
-    Unmeasured,
+    SanitizedVariant, Unmeasured,
 };
 
 /// Runs the stand-in ncu if `args` ask for it and this is a test build

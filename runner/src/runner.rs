@@ -161,6 +161,21 @@ pub struct CheckedExercise {
     pub sanitizer: Option<crate::sanitizer::Verdict>,
 }
 
+/// A variant of a lab run under compute-sanitizer after `kernelbook run` measured it
+/// ([`Runner::sanitize_lab`]): because it failed, or because the lab asks (`sanitize = true`).
+#[derive(Debug, Clone)]
+pub struct SanitizedVariant {
+    pub variant: String,
+    pub verdict: crate::sanitizer::Verdict,
+}
+
+impl SanitizedVariant {
+    /// Whether the tool found an error in it.
+    pub fn found(&self) -> bool {
+        matches!(self.verdict, crate::sanitizer::Verdict::Found { .. })
+    }
+}
+
 impl Runner {
     pub fn new(config: RunnerConfig) -> Self {
         Runner {
@@ -785,20 +800,84 @@ impl Runner {
         if check.spec.sanitize_params.is_empty() {
             return Ok(None);
         }
-        let lab_error = |err: String| RunError::lab(&check.book_lab.name, err);
-        let small = check
-            .book_lab
-            .with_params(&check.spec.sanitize_params)
-            .map_err(|err| lab_error(err.to_string()))?;
         let request = LabRequest {
-            lab: &small,
+            lab: &check.book_lab,
             kernels: &check.kernels,
         };
-        let plan = self.plan(&request, found)?;
+        let plan = self.plan_at(&request, &check.spec.sanitize_params, found)?;
         check
             .learner_plan(&plan)
             .map(Some)
-            .map_err(|err| lab_error(err.to_string()))
+            .map_err(|err| RunError::lab(&check.book_lab.name, err.to_string()))
+    }
+
+    /// `request`'s lab compiled with `sizes` in place of its own parameters.
+    fn plan_at(
+        &self,
+        request: &LabRequest<'_>,
+        sizes: &kernelbook_core::expr::Params,
+        found: &Found,
+    ) -> Result<LabPlan, RunError> {
+        let small = request
+            .lab
+            .with_params(sizes)
+            .map_err(|err| RunError::lab(&request.lab.name, err.to_string()))?;
+        let request = LabRequest {
+            lab: &small,
+            kernels: request.kernels,
+        };
+        self.plan(&request, found)
+    }
+
+    /// Runs under compute-sanitizer, after `kernelbook run` measured `results` of `request`,
+    /// every kernel variant that failed its check or faulted, and, where the lab asks for it
+    /// (`sanitize = true`), every one that passed: what each run found, in the results' order,
+    /// at the lab's `sanitize_params` sizes where it names them. A lab whose variants all
+    /// passed, and that does not ask, runs nothing.
+    pub fn sanitize_lab(
+        &self,
+        request: &LabRequest<'_>,
+        results: &LabResults,
+        progress: &mut dyn Progress,
+    ) -> Result<Vec<SanitizedVariant>, RunError> {
+        let lab = request.lab;
+        let asked: Vec<(&str, Failure)> = results
+            .variants
+            .iter()
+            .filter_map(|v| {
+                let passed = matches!(
+                    v.outcome,
+                    kernelbook_core::results::Outcome::Measured { .. }
+                );
+                let failure =
+                    Failure::of(&v.outcome).or((lab.sanitize && passed).then_some(Failure::Passed));
+                failure.map(|failure| (v.name.as_str(), failure))
+            })
+            .collect();
+        if asked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let found = self.found()?;
+        let plan = if lab.sanitize_params.is_empty() {
+            self.plan(request, &found)?
+        } else {
+            self.plan_at(request, &lab.sanitize_params, &found)?
+        };
+        let supervisor = self.supervisor(&found);
+        Ok(asked
+            .into_iter()
+            .filter(|(name, _)| plan.variant(name).and_then(|v| plan.kernel_of(v)).is_some())
+            .map(|(variant, failure)| SanitizedVariant {
+                variant: variant.to_string(),
+                verdict: supervisor.sanitize(
+                    &plan,
+                    results.provenance.input_seed,
+                    variant,
+                    failure,
+                    progress,
+                ),
+            })
+            .collect())
     }
 
     /// The lab's recorded results, shown because of `why` (or why there are none).

@@ -6,11 +6,13 @@
 
 use crate::gpus::{self, DeviceArgs, GpuRunner};
 use crate::output::{self, say};
+use crate::progress::Spinner;
 use crate::project::{Context, Project, parse_assignment};
 use kernelbook_core::expr::Params;
 use kernelbook_core::results::LabResults;
 use kernelbook_core::spec::LabSpec;
-use kernelbook_runner::{LabOutcome, LabRequest, Mode, RunError};
+use kernelbook_runner::sanitizer::Verdict;
+use kernelbook_runner::{LabOutcome, LabRequest, Mode, RunError, SanitizedVariant};
 use mdbook_kernelbook::gpus::view::{GpuColumn, lab_comparison};
 use mdbook_kernelbook::render::lab_view;
 use std::io::Write as _;
@@ -108,10 +110,75 @@ pub fn run(ctx: &Context, args: Args) -> anyhow::Result<ExitCode> {
     if format != Format::Table {
         return print_formatted(&lab, &gpus, &measured, format, json.as_deref());
     }
-    if let [only] = &measured[..] {
-        return print_one(&lab, only, json.as_deref());
+    let sanitized = sanitize_each(&request, &gpus, &measured);
+    let code = if let [only] = &measured[..] {
+        print_one(&lab, only, json.as_deref())?
+    } else {
+        print_side_by_side(&lab, &gpus, measured, json.as_deref())?
+    };
+    // A finding fails the run as a failed check does, even in a variant whose check passed.
+    let printed = print_sanitized(&mut output::stdout(), &gpus, &sanitized);
+    let found = sanitized.iter().flatten().any(SanitizedVariant::found);
+    let code = if found { ExitCode::from(2) } else { code };
+    Ok(output::verdict(printed, code)?)
+}
+
+/// Each GPU's variants run under compute-sanitizer after it measured them: those that failed,
+/// and every one where the lab asks (`sanitize = true`); a GPU whose lab could not be planned
+/// again says why.
+fn sanitize_each(
+    request: &LabRequest<'_>,
+    gpus: &[GpuRunner],
+    measured: &[Result<LabResults, RunError>],
+) -> Vec<Vec<SanitizedVariant>> {
+    let mut spinner = Spinner::new();
+    let sanitized = gpus
+        .iter()
+        .zip(measured)
+        .map(|(gpu, measured)| match measured {
+            Ok(results) => gpu
+                .runner
+                .sanitize_lab(request, results, &mut spinner)
+                .unwrap_or_else(|err| {
+                    vec![SanitizedVariant {
+                        variant: String::new(),
+                        verdict: Verdict::Unavailable {
+                            why: err.to_string(),
+                        },
+                    }]
+                }),
+            Err(_) => Vec::new(),
+        })
+        .collect();
+    spinner.finish();
+    sanitized
+}
+
+/// What the sanitizer said of each variant it ran, under the tables.
+fn print_sanitized(
+    out: &mut impl std::io::Write,
+    gpus: &[GpuRunner],
+    sanitized: &[Vec<SanitizedVariant>],
+) -> std::io::Result<()> {
+    for (gpu, runs) in gpus.iter().zip(sanitized) {
+        for run in runs {
+            let on = if gpus.len() > 1 {
+                format!(" on GPU {} ({})", gpu.ordinal, gpu.info.name)
+            } else {
+                String::new()
+            };
+            let what = if run.variant.is_empty() {
+                "compute-sanitizer".to_string()
+            } else {
+                format!("`{}` under compute-sanitizer", run.variant)
+            };
+            say!(out, "{what}{on}:")?;
+            for line in run.verdict.lines() {
+                say!(out, "  {line}")?;
+            }
+        }
     }
-    print_side_by_side(&lab, &gpus, measured, json.as_deref())
+    Ok(())
 }
 
 /// The file `--json PATH` names for `gpu`'s results: PATH itself with one GPU, else one per
