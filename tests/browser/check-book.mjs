@@ -196,7 +196,7 @@ const readCharts = () => {
     const box = svg?.getBoundingClientRect();
     const texts = svg ? [...svg.querySelectorAll('text')] : [];
     // Solid marks only: a hatched or translucent one is read by its outline.
-    const solid = svg ? [...svg.querySelectorAll('rect.bar, circle.point')].filter((el) => {
+    const solid = svg ? [...svg.querySelectorAll('rect.bar, rect.part, circle.point')].filter((el) => {
       const style = getComputedStyle(el);
       return /^rgb/.test(style.fill) && Number(style.fillOpacity) === 1;
     }) : [];
@@ -206,7 +206,8 @@ const readCharts = () => {
       width: box?.width ?? 0,
       height: box?.height ?? 0,
       title: svg?.querySelector(':scope > title')?.textContent ?? '',
-      marks: svg ? svg.querySelectorAll('[data-value]').length : 0,
+      // A bar or point carries its figure; a timeline's part its events' times.
+      marks: svg ? svg.querySelectorAll('[data-value], rect.part').length : 0,
       background: background(figure),
       textColours: [...new Set(texts.map((t) => getComputedStyle(t).fill))],
       markColours: [...new Set(solid.map((el) => getComputedStyle(el).fill))],
@@ -313,7 +314,9 @@ for (const [index, name] of pages.entries()) {
   // Every lab section with results has its chart, drawn in the light theme.
   const drawnCharts = await page.evaluate(readCharts);
   const withResults = await page.evaluate(() => document.querySelectorAll('.kernelbook-lab .kernelbook-provenance').length);
-  if (drawnCharts.length !== withResults) problems.push(`${drawnCharts.length} charts for ${withResults} lab tables`);
+  // A timeline ({{#timeline}}) draws one run's events beside the prose, not a lab table's figures.
+  const labCharts = drawnCharts.filter((chart) => chart.kind !== 'timeline');
+  if (labCharts.length !== withResults) problems.push(`${labCharts.length} charts for ${withResults} lab tables`);
   const theme = await page.evaluate(() => document.documentElement.className);
   if (drawnCharts.length && !/\blight\b/.test(theme)) problems.push(`charts checked in "${theme}", not the light theme`);
   problems.push(...chartProblems(drawnCharts, 'light'));
