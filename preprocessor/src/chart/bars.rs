@@ -43,8 +43,8 @@ pub struct Series {
     /// Before its figure on a row's label line, after the first series' figure ("NVIDIA H200,
     /// recorded: 3604 GB/s"); `None` writes the figure alone.
     pub short: Option<String>,
-    /// The bars' `data-series`: "measured", "live", "recorded".
-    pub key: &'static str,
+    /// The bars' `data-series`: "measured", "live", "recorded", a GPU's folder.
+    pub key: String,
     pub look: Look,
 }
 
@@ -55,6 +55,8 @@ pub enum Look {
     ByRole,
     /// A dashed outline: the recorded GPU beside a live run.
     Outline,
+    /// Filled in one colour whatever the row: a GPU of several compared.
+    Colour(&'static str),
 }
 
 impl Series {
@@ -63,7 +65,7 @@ impl Series {
         Series {
             name: "median".into(),
             short: None,
-            key: "measured",
+            key: "measured".into(),
             look: Look::ByRole,
         }
     }
@@ -174,13 +176,13 @@ fn series(results: &LabResults, beside: Option<Beside<'_>>) -> Vec<Series> {
         Series {
             name: results.provenance.device.name.clone(),
             short: None,
-            key: "live",
+            key: "live".into(),
             look: Look::ByRole,
         },
         Series {
             name: beside.name(),
             short: Some(beside.name()),
-            key: "recorded",
+            key: "recorded".into(),
             look: Look::Outline,
         },
     ]
@@ -319,7 +321,7 @@ pub fn speedup_chart(
 }
 
 /// The caption: what the bars are, and what each way of drawing them means.
-fn caption(bars: &Bars, what: &str, table_only: &[String]) -> String {
+pub fn caption(bars: &Bars, what: &str, table_only: &[String]) -> String {
     let mut parts = vec![format!(
         "{what}: bars are medians, whiskers span the fastest to the slowest stored sample"
     )];
@@ -375,6 +377,7 @@ fn series_paint(look: Look, role: Role, id: &str) -> Paint {
     match look {
         Look::ByRole => paint(role, id),
         Look::Outline => Paint::stroked(MEASURED, 1.4).dashed("3 2"),
+        Look::Colour(colour) => Paint::filled(colour),
     }
 }
 
@@ -495,11 +498,11 @@ fn draw_row(
                     datum: Some(super::scene::Datum {
                         value: spread.median,
                         field: bars.field,
-                        series: series.key,
+                        series: series.key.clone(),
                     }),
                     tip: Some(format!(
                         "{}: {} (samples {} – {})",
-                        row.label,
+                        tip_label(bars, row, series),
                         bars.unit.write(spread.median),
                         bars.unit.bare(spread.min),
                         bars.unit.bare(spread.max)
@@ -515,6 +518,15 @@ fn draw_row(
             }
         }
         y += height + SERIES_GAP;
+    }
+}
+
+/// Whose bar a tooltip is: the row's label, and its series' name where there are several.
+fn tip_label(bars: &Bars, row: &BarRow, series: &Series) -> String {
+    if bars.series.len() > 1 {
+        format!("{}, {}", row.label, series.name)
+    } else {
+        row.label.clone()
     }
 }
 
@@ -743,13 +755,13 @@ mod tests {
             Series {
                 name: "RTX".into(),
                 short: None,
-                key: "live",
+                key: "live".into(),
                 look: Look::ByRole,
             },
             Series {
                 name: "NVIDIA H200, recorded".into(),
                 short: Some("NVIDIA H200, recorded".into()),
-                key: "recorded",
+                key: "recorded".into(),
                 look: Look::Outline,
             },
         ];
@@ -760,7 +772,7 @@ mod tests {
         let series: Vec<&str> = scene
             .rects
             .iter()
-            .filter_map(|r| r.datum.as_ref().map(|d| d.series))
+            .filter_map(|r| r.datum.as_ref().map(|d| d.series.as_str()))
             .collect();
         assert_eq!(series, ["live", "recorded", "live", "recorded", "recorded"]);
         let value = scene
@@ -791,7 +803,7 @@ mod tests {
             .map(|name| Series {
                 name: name.into(),
                 short: None,
-                key: "measured",
+                key: "measured".into(),
                 look: Look::ByRole,
             })
             .collect();
