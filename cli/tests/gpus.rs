@@ -171,7 +171,7 @@ fn the_comparison_chapter_shows_every_recorded_and_every_measured_gpu() {
     }
     assert!(html.contains("id=\"gpus-copy\"") && html.contains("id=\"gpus-big_copy\""));
     assert!(
-        html.contains("class=\"series-1\""),
+        html.contains("data-series=\"fake-gpu-fake-1\""),
         "a chart series per GPU"
     );
     assert!(!html.contains("measured in this build"));

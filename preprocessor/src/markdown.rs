@@ -345,7 +345,7 @@ fn compared_lab(lab: &LabComparison) -> String {
     blocks.extend(notes);
     blocks.push(pipe_table(&header, &rows));
     if let Some(chart) = &lab.chart {
-        blocks.push(drawn_in_html("a chart", &chart.label));
+        blocks.push(drawn_in_html("a chart", &chart.svg.title));
     }
     blocks.join("\n\n")
 }

@@ -6,7 +6,7 @@ use handlebars::Handlebars;
 use serde::Serialize;
 
 /// Every template, by the name the others include it by (`{{> chart}}`).
-const TEMPLATES: [(&str, &str); 7] = [
+const TEMPLATES: [(&str, &str); 6] = [
     ("lab", include_str!("../templates/lab.hbs")),
     ("chart", include_str!("../templates/chart.hbs")),
     ("chart-paint", include_str!("../templates/chart-paint.hbs")),
@@ -16,7 +16,6 @@ const TEMPLATES: [(&str, &str); 7] = [
         "gpus-compared",
         include_str!("../templates/gpus-compared.hbs"),
     ),
-    ("gpus-chart", include_str!("../templates/gpus-chart.hbs")),
 ];
 
 /// The compiled templates.

@@ -314,9 +314,10 @@ for (const [index, name] of pages.entries()) {
   // Every lab section with results has its chart, drawn in the light theme.
   const drawnCharts = await page.evaluate(readCharts);
   const withResults = await page.evaluate(() => document.querySelectorAll('.kernelbook-lab .kernelbook-provenance').length);
-  // A timeline ({{#timeline}}) draws one run's events beside the prose, not a lab table's figures.
-  const labCharts = drawnCharts.filter((chart) => chart.kind !== 'timeline');
-  if (labCharts.length !== withResults) problems.push(`${labCharts.length} charts for ${withResults} lab tables`);
+  // A timeline ({{#timeline}}) draws one run's events beside the prose, and the GPUs'
+  // comparison charts are checked like a lab's but stand beside no lab table.
+  const labCharts = drawnCharts.filter((chart) => chart.kind !== 'timeline' && chart.kind !== 'gpus').length;
+  if (labCharts !== withResults) problems.push(`${labCharts} charts for ${withResults} lab tables`);
   const theme = await page.evaluate(() => document.documentElement.className);
   if (drawnCharts.length && !/\blight\b/.test(theme)) problems.push(`charts checked in "${theme}", not the light theme`);
   problems.push(...chartProblems(drawnCharts, 'light'));
@@ -331,7 +332,7 @@ for (const [index, name] of pages.entries()) {
   if (name === 'gpus-compared') {
     const compared = await page.evaluate(() => ({
       tables: document.querySelectorAll('table.kernelbook-compare').length,
-      charts: document.querySelectorAll('figure.kernelbook-gpus-chart svg rect').length,
+      charts: document.querySelectorAll('figure.kernelbook-chart-gpus svg rect.bar').length,
     }));
     if (compared.tables < 10 || compared.charts === 0) problems.push(`the GPUs' comparison has ${compared.tables} tables and ${compared.charts} bars`);
   }

@@ -20,20 +20,55 @@ const RIGHT: f64 = 28.0;
 const LABEL_BASELINE: f64 = 12.0;
 const BAR_TOP: f64 = 17.0;
 const BAR: f64 = 14.0;
-/// Beside a live run, two thinner bars: this GPU's, then the recorded GPU's.
-const BESIDE_BAR: f64 = 9.0;
-const BESIDE_GAP: f64 = 2.0;
+/// With several series (a live run beside the recorded GPU, or every GPU compared), a thinner
+/// bar per series.
+const SERIES_BAR: f64 = 9.0;
+const SERIES_GAP: f64 = 2.0;
 const ROW_GAP: f64 = 9.0;
 
-/// One bar (or two, beside a live run) of the chart.
+/// One row of the chart: a bar per series.
 #[derive(Debug, Clone, PartialEq)]
 pub struct BarRow {
     pub label: String,
     pub role: Role,
-    /// The row's figure, or why it has none.
-    pub figure: Result<Spread, String>,
-    /// The same row on the recorded GPU, beside a live run.
-    pub beside: Option<Result<Spread, String>>,
+    /// The row's figure in each of [`Bars::series`], in its order, or why it has none.
+    pub figures: Vec<Result<Spread, String>>,
+}
+
+/// One series of bars: a GPU's figures (this build's, the recorded one's, one of those compared).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    /// In the legend: "median" alone; "NVIDIA H200, recorded" beside a live run.
+    pub name: String,
+    /// Before its figure on a row's label line, after the first series' figure ("NVIDIA H200,
+    /// recorded: 3604 GB/s"); `None` writes the figure alone.
+    pub short: Option<String>,
+    /// The bars' `data-series`: "measured", "live", "recorded", a GPU's folder.
+    pub key: String,
+    pub look: Look,
+}
+
+/// How a series' bars are painted.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Look {
+    /// By the row's role: measured blue, peers hatched, the reference outlined.
+    ByRole,
+    /// A dashed outline: the recorded GPU beside a live run.
+    Outline,
+    /// Filled in one colour whatever the row: a GPU of several compared.
+    Colour(&'static str),
+}
+
+impl Series {
+    /// The one series of a chart of one GPU's results.
+    pub fn measured() -> Series {
+        Series {
+            name: "median".into(),
+            short: None,
+            key: "measured".into(),
+            look: Look::ByRole,
+        }
+    }
 }
 
 /// The line every bar is read against: the ceiling, or a speed-up's 1×.
@@ -55,8 +90,8 @@ pub struct Bars {
     /// How the figures move when every time doubles ([`Metric::field`]).
     pub field: &'static str,
     pub reference: Option<Reference>,
-    /// The two GPUs' names beside a live run: (this one, the recorded one).
-    pub series: Option<(String, String)>,
+    /// One series, or (beside a live run) this GPU's then the recorded GPU's.
+    pub series: Vec<Series>,
     /// Where the value axis starts: zero, or the `floor` of a zoomed % of ceiling.
     pub axis_from: f64,
 }
@@ -108,8 +143,11 @@ fn rows(
         .map(|spec| BarRow {
             label: spec.label().to_string(),
             role: role(lab, &spec.name, reference),
-            figure: of(results, &spec.name),
-            beside: beside.map(|b| of(b.results, &spec.name)),
+            figures: [results]
+                .into_iter()
+                .chain(beside.map(|b| b.results))
+                .map(|results| of(results, &spec.name))
+                .collect(),
         })
         .collect()
 }
@@ -129,8 +167,25 @@ fn table_only(lab: &LabSpec) -> Vec<String> {
         .collect()
 }
 
-fn series(results: &LabResults, beside: Option<Beside<'_>>) -> Option<(String, String)> {
-    beside.map(|b| (results.provenance.device.name.clone(), b.name()))
+/// One series, or beside a live run two: this GPU's bars, then the recorded GPU's outlines.
+fn series(results: &LabResults, beside: Option<Beside<'_>>) -> Vec<Series> {
+    let Some(beside) = beside else {
+        return vec![Series::measured()];
+    };
+    vec![
+        Series {
+            name: results.provenance.device.name.clone(),
+            short: None,
+            key: "live".into(),
+            look: Look::ByRole,
+        },
+        Series {
+            name: beside.name(),
+            short: Some(beside.name()),
+            key: "recorded".into(),
+            look: Look::Outline,
+        },
+    ]
 }
 
 /// One bar per row of the lab's figure ([`Metric::of`]), the ceiling as a dashed line.
@@ -266,7 +321,7 @@ pub fn speedup_chart(
 }
 
 /// The caption: what the bars are, and what each way of drawing them means.
-fn caption(bars: &Bars, what: &str, table_only: &[String]) -> String {
+pub fn caption(bars: &Bars, what: &str, table_only: &[String]) -> String {
     let mut parts = vec![format!(
         "{what}: bars are medians, whiskers span the fastest to the slowest stored sample"
     )];
@@ -276,9 +331,12 @@ fn caption(bars: &Bars, what: &str, table_only: &[String]) -> String {
     if bars.rows.iter().any(|r| r.role == Role::Peer) {
         parts.push("hatched bars are peers (a library's implementation)".into());
     }
-    if let Some((live, recorded)) = &bars.series {
+    if let [live, recorded] = &bars.series[..]
+        && recorded.look == Look::Outline
+    {
         parts.push(format!(
-            "solid bars are {live}, dashed outlines the {recorded}"
+            "solid bars are {}, dashed outlines the {}",
+            live.name, recorded.name
         ));
     }
     if !table_only.is_empty() {
@@ -314,9 +372,13 @@ fn paint(role: Role, id: &str) -> Paint {
     }
 }
 
-/// The recorded GPU's bar beside a live one: a dashed outline.
-fn recorded_paint() -> Paint {
-    Paint::stroked(MEASURED, 1.4).dashed("3 2")
+/// A bar's paint: by its series' look and the row's role.
+fn series_paint(look: Look, role: Role, id: &str) -> Paint {
+    match look {
+        Look::ByRole => paint(role, id),
+        Look::Outline => Paint::stroked(MEASURED, 1.4).dashed("3 2"),
+        Look::Colour(colour) => Paint::filled(colour),
+    }
 }
 
 /// `text` cut to `chars` characters, an ellipsis marking the cut.
@@ -333,7 +395,7 @@ pub fn draw(bars: &Bars, id: &str, kind: &str) -> Scene {
     let top = bars
         .rows
         .iter()
-        .flat_map(|r| [&r.figure].into_iter().chain(r.beside.as_ref()))
+        .flat_map(|r| &r.figures)
         .filter_map(|f| f.as_ref().ok())
         .map(|s| s.max.max(s.median))
         .chain(bars.reference.as_ref().map(|r| r.value))
@@ -345,10 +407,9 @@ pub fn draw(bars: &Bars, id: &str, kind: &str) -> Scene {
     };
     let mut scene = Scene::new(scale.data("x"));
     let y0 = scene.legend(PAD, 6.0, legend(bars, id)) + 4.0;
-    let bar_height = if bars.series.is_some() {
-        2.0 * BESIDE_BAR + BESIDE_GAP
-    } else {
-        BAR
+    let bar_height = match bars.series.len() {
+        0 | 1 => BAR,
+        n => n as f64 * SERIES_BAR + (n - 1) as f64 * SERIES_GAP,
     };
     let row_height = BAR_TOP + bar_height + ROW_GAP;
     for (i, row) in bars.rows.iter().enumerate() {
@@ -408,15 +469,14 @@ fn draw_row(
         "end",
         figure_words(bars, row),
     );
-    let series = match &row.beside {
-        Some(beside) => vec![
-            (&row.figure, paint(row.role, id), "live", BESIDE_BAR),
-            (beside, recorded_paint(), "recorded", BESIDE_BAR),
-        ],
-        None => vec![(&row.figure, paint(row.role, id), "measured", BAR)],
+    let height = if bars.series.len() > 1 {
+        SERIES_BAR
+    } else {
+        BAR
     };
     let mut y = top + BAR_TOP;
-    for (figure, paint, name, height) in series {
+    for (figure, series) in row.figures.iter().zip(&bars.series) {
+        let paint = series_paint(series.look, row.role, id);
         match figure {
             Ok(spread) if spread.median < bars.axis_from => {
                 let words = format!(
@@ -438,11 +498,11 @@ fn draw_row(
                     datum: Some(super::scene::Datum {
                         value: spread.median,
                         field: bars.field,
-                        series: name,
+                        series: series.key.clone(),
                     }),
                     tip: Some(format!(
                         "{}: {} (samples {} – {})",
-                        row.label,
+                        tip_label(bars, row, series),
                         bars.unit.write(spread.median),
                         bars.unit.bare(spread.min),
                         bars.unit.bare(spread.max)
@@ -457,33 +517,43 @@ fn draw_row(
                 scene.note("gap", (PAD + 4.0, y + height - 2.0), fit(why, chars));
             }
         }
-        y += height + BESIDE_GAP;
+        y += height + SERIES_GAP;
     }
 }
 
-/// The figures on a row's label line: "3605 GB/s", or "3605 GB/s · NVIDIA H200, recorded:
-/// 3604" beside a live run; "–" for a row without one.
+/// Whose bar a tooltip is: the row's label, and its series' name where there are several.
+fn tip_label(bars: &Bars, row: &BarRow, series: &Series) -> String {
+    if bars.series.len() > 1 {
+        format!("{}, {}", row.label, series.name)
+    } else {
+        row.label.clone()
+    }
+}
+
+/// The figures on a row's label line, a series' after the first led by its `short` name:
+/// "3605 GB/s", or "3605 GB/s · NVIDIA H200, recorded: 3604 GB/s" beside a live run; "–" for
+/// a row without one.
 fn figure_words(bars: &Bars, row: &BarRow) -> String {
     let words = |f: &Result<Spread, String>| {
         f.as_ref()
             .map_or_else(|_| "–".to_string(), |s| bars.unit.write(s.median))
     };
-    match (&row.beside, &bars.series) {
-        (Some(beside), Some((_, recorded))) => {
-            format!("{} · {recorded}: {}", words(&row.figure), words(beside))
-        }
-        _ => words(&row.figure),
-    }
+    row.figures
+        .iter()
+        .zip(&bars.series)
+        .map(|(figure, series)| match &series.short {
+            Some(name) => format!("{name}: {}", words(figure)),
+            None => words(figure),
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 fn legend(bars: &Bars, id: &str) -> Vec<(Swatch, String)> {
     let mut entries = Vec::new();
-    match &bars.series {
-        Some((live, recorded)) => {
-            entries.push((Swatch::Box(paint(Role::Own, id)), live.clone()));
-            entries.push((Swatch::Box(recorded_paint()), recorded.clone()));
-        }
-        None => entries.push((Swatch::Box(paint(Role::Own, id)), "median".into())),
+    for series in &bars.series {
+        let swatch = Swatch::Box(series_paint(series.look, Role::Own, id));
+        entries.push((swatch, series.name.clone()));
     }
     if bars.rows.iter().any(|r| r.role == Role::Peer) {
         entries.push((Swatch::Box(paint(Role::Peer, id)), "peer".into()));
@@ -496,21 +566,31 @@ fn legend(bars: &Bars, id: &str) -> Vec<(Swatch, String)> {
     entries
 }
 
-/// Every figure the chart draws, for a screen reader.
+/// Every figure the chart draws, for a screen reader: each series' by its name where there
+/// are several.
 fn describe(bars: &Bars) -> String {
+    let words = |figure: &Result<Spread, String>| match figure {
+        Ok(s) => format!(
+            "{} ({} – {})",
+            bars.unit.write(s.median),
+            bars.unit.bare(s.min),
+            bars.unit.bare(s.max)
+        ),
+        Err(why) => why.clone(),
+    };
     bars.rows
         .iter()
         .map(|row| {
-            let figure = match &row.figure {
-                Ok(s) => format!(
-                    "{} ({} – {})",
-                    bars.unit.write(s.median),
-                    bars.unit.bare(s.min),
-                    bars.unit.bare(s.max)
-                ),
-                Err(why) => why.clone(),
+            let figures: Vec<String> = match &bars.series[..] {
+                [_] => row.figures.iter().map(words).collect(),
+                series => row
+                    .figures
+                    .iter()
+                    .zip(series)
+                    .map(|(figure, series)| format!("{} {}", series.name, words(figure)))
+                    .collect(),
             };
-            format!("{}: {figure}", row.label)
+            format!("{}: {}", row.label, figures.join(", "))
         })
         .collect::<Vec<_>>()
         .join("; ")
@@ -534,20 +614,17 @@ mod tests {
                 BarRow {
                     label: "memcpy".into(),
                     role: Role::Reference,
-                    figure: spread(4000.0),
-                    beside: None,
+                    figures: vec![spread(4000.0)],
                 },
                 BarRow {
                     label: "naive".into(),
                     role: Role::Own,
-                    figure: spread(500.0),
-                    beside: None,
+                    figures: vec![spread(500.0)],
                 },
                 BarRow {
                     label: "torch (peer)".into(),
                     role: Role::Peer,
-                    figure: Err("not measured here: no torch".into()),
-                    beside: None,
+                    figures: vec![Err("not measured here: no torch".into())],
                 },
             ],
             axis_label: "GB/s".into(),
@@ -557,7 +634,7 @@ mod tests {
                 value: 4000.0,
                 words: "ceiling: memcpy".into(),
             }),
-            series: None,
+            series: vec![Series::measured()],
             axis_from: 0.0,
         }
     }
@@ -626,21 +703,20 @@ mod tests {
     fn a_zoomed_axis_starts_at_its_floor_and_says_so() {
         let mut bars = ladder();
         bars.axis_from = 80.0;
-        bars.rows[0].figure = Ok(Spread {
+        bars.rows[0].figures = vec![Ok(Spread {
             median: 100.0,
             min: 98.0,
             max: 104.0,
-        });
-        bars.rows[1].figure = Ok(Spread {
+        })];
+        bars.rows[1].figures = vec![Ok(Spread {
             median: 95.0,
             min: 70.0,
             max: 96.0,
-        });
+        })];
         bars.rows.push(BarRow {
             label: "slow".into(),
             role: Role::Own,
-            figure: spread(50.0),
-            beside: None,
+            figures: vec![spread(50.0)],
         });
         bars.reference = Some(Reference {
             value: 100.0,
@@ -675,15 +751,28 @@ mod tests {
     #[test]
     fn beside_a_live_run_each_row_has_two_bars() {
         let mut bars = ladder();
-        bars.series = Some(("RTX".into(), "NVIDIA H200, recorded".into()));
+        bars.series = vec![
+            Series {
+                name: "RTX".into(),
+                short: None,
+                key: "live".into(),
+                look: Look::ByRole,
+            },
+            Series {
+                name: "NVIDIA H200, recorded".into(),
+                short: Some("NVIDIA H200, recorded".into()),
+                key: "recorded".into(),
+                look: Look::Outline,
+            },
+        ];
         for row in &mut bars.rows {
-            row.beside = Some(spread(3000.0));
+            row.figures.push(spread(3000.0));
         }
         let scene = draw(&bars, "chart-t", "bars");
         let series: Vec<&str> = scene
             .rects
             .iter()
-            .filter_map(|r| r.datum.as_ref().map(|d| d.series))
+            .filter_map(|r| r.datum.as_ref().map(|d| d.series.as_str()))
             .collect();
         assert_eq!(series, ["live", "recorded", "live", "recorded", "recorded"]);
         let value = scene
@@ -692,6 +781,52 @@ mod tests {
             .find(|t| t.class == "value")
             .expect("value");
         assert_eq!(value.text, "4000 GB/s · NVIDIA H200, recorded: 3000 GB/s");
+        let legend: Vec<&str> = scene
+            .texts
+            .iter()
+            .filter(|t| t.class == "legend")
+            .map(|t| t.text.as_str())
+            .collect();
+        assert_eq!(legend[..2], ["RTX", "NVIDIA H200, recorded"]);
+        let caption = caption(&bars, "GB/s", &[]);
+        assert!(
+            caption.contains("solid bars are RTX, dashed outlines the NVIDIA H200, recorded"),
+            "{caption}"
+        );
+    }
+
+    #[test]
+    fn n_series_give_each_row_n_bars_in_the_series_order() {
+        let mut bars = ladder();
+        bars.series = ["A", "B", "C"]
+            .into_iter()
+            .map(|name| Series {
+                name: name.into(),
+                short: None,
+                key: "measured".into(),
+                look: Look::ByRole,
+            })
+            .collect();
+        for row in &mut bars.rows {
+            row.figures = vec![spread(1000.0), Err("no result".into()), spread(2000.0)];
+        }
+        let scene = draw(&bars, "chart-t", "bars");
+        let drawn: Vec<&Rect> = scene.rects.iter().filter(|r| r.class == "bar").collect();
+        assert_eq!(drawn.len(), 6, "two bars in each of the three rows");
+        assert_eq!(drawn[1].y - drawn[0].y, 2.0 * (SERIES_BAR + SERIES_GAP));
+        assert!(drawn.iter().all(|r| r.height == SERIES_BAR));
+        assert_eq!(drawn[1].width, 2.0 * drawn[0].width);
+        let value = scene
+            .texts
+            .iter()
+            .find(|t| t.class == "value")
+            .expect("value");
+        assert_eq!(value.text, "1000 GB/s · – · 2000 GB/s");
+        assert!(
+            scene
+                .desc
+                .starts_with("memcpy: A 1000 GB/s (900 – 1100), B no result, C")
+        );
     }
 
     #[test]

@@ -469,7 +469,7 @@ fn draw_series(
                     datum: Some(Datum {
                         value: s.median,
                         field: metric.field(),
-                        series,
+                        series: series.into(),
                     }),
                     tip: format!(
                         "{}: {} {} (samples {} – {})",

@@ -522,7 +522,7 @@ fn draw_kernels(scene: &mut Scene, kernels: &[Kernel], axes: &Axes, labels: &Lab
             datum: Some(Datum {
                 value: k.rate.median / d,
                 field: "rate",
-                series: "measured",
+                series: "measured".into(),
             }),
             tip: format!(
                 "{}: {} {} at {} {} per byte ({bytes})",

@@ -16,6 +16,10 @@ pub const MEASURED: &str = "#2b79a2";
 /// Peers: #c2410c has 5.2 on white and 3.5 on coal.
 pub const PEER: &str = "#c2410c";
 pub const FOREGROUND: &str = "currentColor";
+/// A colour per series where several GPUs are compared, a seventh reusing the first: blue,
+/// orange, green, magenta, ochre, grey, each with a contrast of at least 4.2 on white and 3.3
+/// on mdBook's coal, navy and ayu backgrounds.
+pub const SERIES: [&str; 6] = [MEASURED, PEER, "#2f8549", "#a8459c", "#8a6d00", "#7a7a7a"];
 
 /// How an element is painted, written out as presentation attributes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -83,8 +87,9 @@ pub struct Line {
 pub struct Datum {
     pub value: f64,
     pub field: &'static str,
-    /// "live" or "recorded" beside a live measurement; "measured" otherwise.
-    pub series: &'static str,
+    /// "live" or "recorded" beside a live measurement, a GPU's folder where GPUs are compared;
+    /// "measured" otherwise.
+    pub series: String,
 }
 
 /// A bar, or a legend swatch (no datum).

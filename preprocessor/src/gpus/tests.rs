@@ -214,9 +214,11 @@ fn the_html_has_a_column_group_and_a_series_per_gpu() {
         "<code>nvidia-h200-882b8b4e</code>",
         "<code>nvidia-a10-0a100000</code>",
         "colspan=\"3\"",
-        "class=\"series-0\"",
-        "class=\"series-1\"",
-        "NVIDIA A10 (nvidia-a10-0a100000): 500 GB/s",
+        "data-series=\"nvidia-h200-882b8b4e\"",
+        "data-series=\"nvidia-a10-0a100000\"",
+        "fill=\"#c2410c\"",
+        "fill=\"currentColor\">NVIDIA A10 (nvidia-a10-0a100000)</text>",
+        ", NVIDIA A10 (nvidia-a10-0a100000): 500 GB/s (samples",
     ] {
         assert!(html.contains(needle), "{needle} in {html}");
     }

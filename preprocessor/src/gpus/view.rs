@@ -3,9 +3,9 @@
 //! a row per variant and a group of cells per GPU. Pure: the GPUs' results come in, a view
 //! goes out.
 
+use crate::chart::measure::{Metric, Spread};
 use crate::render::{LabView, RowView, lab_view};
 use kernelbook_core::results::LabResults;
-use kernelbook_core::results::figures::RowFigures;
 use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::LabOutcome;
 use serde::Serialize;
@@ -71,7 +71,7 @@ pub struct LabComparison {
     /// Cells per GPU (for the template's `colspan`).
     pub span: usize,
     /// GB/s as bars, a series per GPU (a lab that moves bytes).
-    pub chart: Option<super::chart::ChartView>,
+    pub chart: Option<crate::chart::ChartView>,
 }
 
 /// A GPU's header above a lab's cells, with what the reader must know about them.
@@ -100,9 +100,9 @@ pub struct ComparisonRow {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cell {
     pub gbs: String,
-    /// The GB/s the chart draws.
+    /// The GB/s the chart draws, with the range of its samples.
     #[serde(skip)]
-    pub gbs_value: Option<f64>,
+    pub gbs_spread: Option<Spread>,
     pub pct_peak: String,
     pub pct_ceiling: String,
     /// The figure of a lab that moves no bytes.
@@ -117,7 +117,7 @@ impl Cell {
     fn problem(text: String) -> Cell {
         Cell {
             gbs: String::new(),
-            gbs_value: None,
+            gbs_spread: None,
             pct_peak: String::new(),
             pct_ceiling: String::new(),
             value: String::new(),
@@ -259,10 +259,9 @@ fn cell(view: Option<&LabView>, results: Option<&LabResults>, name: &str, bandwi
         } else {
             String::new()
         },
-        gbs_value: results
+        gbs_spread: results
             .filter(|_| bandwidth)
-            .and_then(|r| RowFigures::of(r, r.variant(name)?))
-            .map(|figures| figures.gbs),
+            .and_then(|r| Metric::Gbs.spread(r.variant(name)?)),
         pct_peak: row.pct_peak.clone(),
         pct_ceiling: row.pct_ceiling.clone(),
         value: if view.counter_header.is_some() {
