@@ -262,11 +262,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the checker's bar, `min_speedup` in labs/padded_transpose.toml",
     ),
     (
-        "exercises/profiler-deep-dive.md",
-        "8×",
-        "Nsight Compute's L1 → L2 writes, 2048 against 256 MiB (the profile in profile_transpose.json, which no directive renders)",
-    ),
-    (
         "exercises/stretch-tile-sweep.md",
         "450–800 cycles",
         "the Learn lesson's HBM latency",
