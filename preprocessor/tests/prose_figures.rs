@@ -1,8 +1,9 @@
 //! Every figure the runner measures is rendered by a directive (`{{#value}}`, `{{#ratio}}`),
 //! never typed: a typed number goes stale when the labs are re-recorded and is wrong on a
 //! reader's GPU. This scans every chapter (outside code blocks and inline code) for a number next
-//! to "GB/s", "TB/s", "FLOP/s", "FLOP/byte", "µs", "ns", "cycles" or "×", or a percentage "of" a
-//! peak or ceiling — in prose and inside `$…$` math alike (read as the reader sees it: `\text{GB/s}`
+//! to "GB/s", "TB/s", "FLOP/s", "FLOP/byte", "µs", "ns", "cycles" or "×", a percentage "of" a
+//! peak or ceiling, or a count of registers, blocks per SM or spilled bytes (the compile
+//! results) — in prose and inside `$…$` math alike (read as the reader sees it: `\text{GB/s}`
 //! as "GB/s", `\times` as "×", `4160 \times 10^{9}\ \text{B/s}` as one figure) — and fails on
 //! any not in the allow-list below, where each typed figure says whose it is.
 
@@ -31,6 +32,22 @@ const CITED: &[(&str, &str)] = &[
         "arithmetic on the H100 datasheet: 990 TFLOP/s over 3.35 TB/s",
     ),
     ("4.8 TB/s", "NVIDIA H200 datasheet: HBM3e bandwidth"),
+    (
+        "65,536 registers",
+        "CUDA C++ Programming Guide, compute capability 9.0: 64 K 32-bit registers per SM",
+    ),
+    (
+        "255 registers",
+        "CUDA C++ Programming Guide, compute capability 9.0: the most registers per thread",
+    ),
+    (
+        "32 resident blocks",
+        "CUDA C++ Programming Guide, compute capability 9.0: the most resident blocks per SM",
+    ),
+    (
+        "32 blocks per SM",
+        "CUDA C++ Programming Guide, compute capability 9.0: the most resident blocks per SM",
+    ),
     ("5.3 TB/s", "AMD MI300X datasheet: HBM3 bandwidth"),
 ];
 
@@ -611,6 +628,116 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "720 GB/s",
         "datasheet/whitepaper figures of the cited documents",
     ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "32 registers",
+        "the drill's model: R(T) = 32 + T²/256 starts from 32 registers of addresses and counters",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "128 registers",
+        "arithmetic: 65,536 registers over two blocks of 256 threads",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "232 registers",
+        "the drill's model at T = 224, rounded up to a multiple of 8",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "288 registers",
+        "the drill's model at T = 256",
+    ),
+    (
+        "exercises/register-pressure.md",
+        "256 registers",
+        "arithmetic: the allocation formula for a 256-thread block (256 is the block size)",
+    ),
+    (
+        "exercises/self-assessment.md",
+        "96 registers",
+        "a hypothetical kernel in the drill's question (the registers chapter's quiz)",
+    ),
+    (
+        "hierarchy/registers.md",
+        "256 registers",
+        "the CUDA occupancy calculator's allocation unit: registers per warp come in chunks of 256",
+    ),
+    (
+        "hierarchy/registers.md",
+        "64 registers",
+        "arithmetic: 65,536 registers over 4 blocks of 256 threads, and the quiz's answer",
+    ),
+    (
+        "hierarchy/registers.md",
+        "96 registers",
+        "a hypothetical kernel in the chapter's quiz",
+    ),
+    (
+        "hierarchy/registers.md",
+        "40 registers",
+        "a hypothetical kernel in the chapter's second quiz",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "8 blocks per SM",
+        "a launch parameter: the grid-stride rows' grid, set in labs/bandwidth.toml",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "16 blocks per SM",
+        "a launch parameter: the grid-stride rows' grid, set in labs/bandwidth.toml",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "4 blocks per SM",
+        "a launch parameter: ring_8x4's grid, set in labs/bulk_copy_sweep.toml",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "64 registers",
+        "arithmetic: the register tile's 8 × 8 accumulators",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "34,816 registers",
+        "arithmetic: the drill's model, 256 threads × 136 registers",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "29,696 registers",
+        "arithmetic: the drill's model, 128 threads × 232 registers",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "42,240 registers",
+        "arithmetic on the recording: T = 160's registers (rendered above) × 256 threads; stale if a re-recording changes them",
+    ),
+    (
+        "hierarchy/levels.md",
+        "16,384 registers",
+        "arithmetic: 256 VGPRs × 64 lanes of an AMD wavefront (AMD's specifications, as the note says)",
+    ),
+    (
+        "hierarchy/registers.md",
+        "49,152 registers",
+        "arithmetic: the quiz's 96 registers × 512 threads",
+    ),
+    (
+        "hierarchy/registers.md",
+        "98,304 registers",
+        "arithmetic: two of the quiz's blocks",
+    ),
+    (
+        "hierarchy/registers.md",
+        "32,768 registers",
+        "arithmetic: the quiz's answer, 64 registers × 512 threads",
+    ),
+    (
+        "hierarchy/registers.md",
+        "10,240 registers",
+        "arithmetic: the second quiz's 40 registers × 256 threads",
+    ),
 ];
 
 fn chapters(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -648,6 +775,8 @@ fn prose(line: &str) -> String {
 fn untex(line: &str) -> String {
     let mut text = line.to_string();
     for (tex, plain) in [
+        // A thousands separator, `34{,}816`, is one number.
+        ("{,}", ","),
         ("\\times", "×"),
         ("\\approx", "≈"),
         ("\\%", "%"),
@@ -670,7 +799,7 @@ fn untex(line: &str) -> String {
     words.join(" ")
 }
 
-const UNITS: [&str; 11] = [
+const UNITS: [&str; 16] = [
     " GB/s",
     " TB/s",
     " B/s",
@@ -682,6 +811,12 @@ const UNITS: [&str; 11] = [
     " ns",
     " cycles",
     " cycle",
+    // Compile results: the compiler's and the occupancy calculator's.
+    " registers",
+    " register",
+    " blocks per SM",
+    " resident blocks",
+    " bytes of spill",
 ];
 
 /// The power of ten at the start of `rest` (" × 10^9", "×10^ 12"), as "×10^9", and its length
@@ -830,6 +965,18 @@ fn the_scanner_finds_typed_figures_and_skips_directives() {
     assert_eq!(
         figures("60 % of the copy ceiling, 51% of peak, 87.5 % of the bytes, 56.2 TFLOP/s"),
         ["60 %", "51 %", "56.2 TFLOP/s"]
+    );
+    assert_eq!(
+        figures(
+            "chose 121 registers, $34{,}816$ registers, 8 blocks per SM, 4 resident blocks, 184 bytes of spill stores"
+        ),
+        [
+            "121 registers",
+            "34,816 registers",
+            "8 blocks per SM",
+            "4 resident blocks",
+            "184 bytes of spill"
+        ]
     );
     assert_eq!(
         figures(
