@@ -2,8 +2,8 @@
 //! never typed: a typed number goes stale when the labs are re-recorded and is wrong on a
 //! reader's GPU. This scans every chapter (outside code blocks and inline code) for a number next
 //! to "GB/s", "TB/s", "FLOP/s", "FLOP/byte", "µs", "ns", "cycles" or "×", a percentage "of" a
-//! peak or ceiling, or a count of registers, blocks per SM or spilled bytes (the compile
-//! results) — in prose and inside `$…$` math alike (read as the reader sees it: `\text{GB/s}`
+//! peak or ceiling, a count of registers, blocks per SM or spilled bytes (the compile
+//! results), or an amount in MiB, MB, KiB or KB — in prose and inside `$…$` math alike (read as the reader sees it: `\text{GB/s}`
 //! as "GB/s", `\times` as "×", `4160 \times 10^{9}\ \text{B/s}` as one figure) — and fails on
 //! any not in the allow-list below, where each typed figure says whose it is.
 
@@ -32,6 +32,27 @@ const CITED: &[(&str, &str)] = &[
         "arithmetic on the H100 datasheet: 990 TFLOP/s over 3.35 TB/s",
     ),
     ("4.8 TB/s", "NVIDIA H200 datasheet: HBM3e bandwidth"),
+    (
+        "228 KB",
+        "CUDA C++ Programming Guide, compute capability 9.0 / the Hopper whitepaper: shared memory per SM",
+    ),
+    (
+        "227 KB",
+        "CUDA C++ Programming Guide, compute capability 9.0: shared memory per block",
+    ),
+    (
+        "48 KB",
+        "CUDA C++ Programming Guide: static shared memory per block without opt-in",
+    ),
+    (
+        "1 KB",
+        "CUDA C++ Programming Guide: shared memory the driver reserves per block",
+    ),
+    (
+        "256 KB",
+        "the Hopper whitepaper and CUDA C++ Programming Guide: the L1/shared array and the register file per SM",
+    ),
+    ("50 MB", "NVIDIA H100 datasheet: the L2 of H100 SXM5"),
     (
         "65,536 registers",
         "CUDA C++ Programming Guide, compute capability 9.0: 64 K 32-bit registers per SM",
@@ -738,6 +759,431 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "10,240 registers",
         "arithmetic: the second quiz's 40 registers × 256 threads",
     ),
+    (
+        "exercises/drill-coalesce.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "100.6 KB",
+        "arithmetic: the drill's tile bytes at T = 128",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "722 MB",
+        "arithmetic: the drill's matrix size (its parameters)",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "16 KiB",
+        "arithmetic: blocks × TILE² × 4 bytes of tile per SM, or TILE² × 4 per block, for the sweep's tiles",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "32 KiB",
+        "arithmetic: blocks × TILE² × 4 bytes of tile per SM, or TILE² × 4 per block, for the sweep's tiles",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "64 KiB",
+        "arithmetic: blocks × TILE² × 4 bytes of tile per SM, or TILE² × 4 per block, for the sweep's tiles",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "8 KiB",
+        "arithmetic: blocks × TILE² × 4 bytes of tile per SM, or TILE² × 4 per block, for the sweep's tiles",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "8–15 KB",
+        "arithmetic: Little's law on the Learn lesson's HBM latency and bandwidth",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "128 MiB",
+        "a working set of the hierarchy lab (its parameters)",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "64 MiB",
+        "arithmetic: 2^24 floats, the sweep's former size",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "8 KiB",
+        "arithmetic: 32 lanes × the largest stride's 256 bytes",
+    ),
+    (
+        "glossary.md",
+        "64 KB",
+        "AMD CDNA3 ISA / MI300 specifications: 64 KB of LDS per CU",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "hierarchy/levels.md",
+        "256 KiB",
+        "a working set the hierarchy labs sweep (their parameters)",
+    ),
+    (
+        "hierarchy/levels.md",
+        "256 MiB",
+        "AMD's MI300 specifications: 256 MiB of Infinity Cache",
+    ),
+    (
+        "hierarchy/levels.md",
+        "32 MiB",
+        "a working set the hierarchy lab sweeps, where the recorded latency (rendered in its lab) climbs",
+    ),
+    (
+        "hierarchy/levels.md",
+        "4 MiB",
+        "AMD's MI300 specifications: 4 MiB of L2 per XCD",
+    ),
+    (
+        "hierarchy/levels.md",
+        "512 KiB",
+        "AMD's MI300 specifications: a 512 KiB VGPR file per CU",
+    ),
+    (
+        "hierarchy/levels.md",
+        "64 KiB",
+        "AMD's MI300 specifications: 64 KiB of LDS per CU, and 256 VGPRs × 64 lanes × 4 B",
+    ),
+    (
+        "hierarchy/levels.md",
+        "8 KiB",
+        "a working set the hierarchy labs sweep (their parameters)",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "16 KiB",
+        "arithmetic: the kernel's 64 × 64 fp32 tile",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "28 KB",
+        "arithmetic: the Hopper whitepaper's 256 KB less its 228 KB of shared memory",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "4.2 KB",
+        "arithmetic: a 32 × 33 fp32 tile, 4,224 bytes",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "64 KB",
+        "AMD CDNA3 ISA / MI300 specifications: 64 KB of LDS per CU",
+    ),
+    (
+        "hierarchy/why.md",
+        "512 KiB",
+        "AMD's MI300 specifications: a 512 KiB VGPR file per CU",
+    ),
+    (
+        "hierarchy/why.md",
+        "64 KiB",
+        "AMD's MI300 specifications: 64 KiB of LDS per CU",
+    ),
+    (
+        "hierarchy/why.md",
+        "64–164 KB",
+        "quoting the course's figure that the note corrects",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "0.84 MB",
+        "arithmetic: Little's law on the H100 datasheet's 3.35 TB/s and the lesson's 250 ns",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "1 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "128 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "128 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "16 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "2 KiB",
+        "arithmetic: 128 MiB over the chase's 65,536 slots",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "200 KiB",
+        "the Hopper whitepaper's 256 KB L1/shared array, less a shared-memory carve-out (an estimate)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "256 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "256 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "264 MiB",
+        "arithmetic: 1056 resident blocks × 256 KiB",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "32 KiB",
+        "arithmetic: a working set over the lab's 4096 blocks",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "32 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "33 MiB",
+        "arithmetic: 1056 resident blocks × 32 KiB",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "4 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "48 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "512 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "64 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "64 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "66 MiB",
+        "arithmetic: 1056 resident blocks × 64 KiB",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "8 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/host-device.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "32 KiB",
+        "a chunk size the bulk-copy sweep sets (labs/bulk_copy_sweep.toml)",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "4 KiB",
+        "a chunk size the bulk-copy rows set (labs/bandwidth.toml, labs/bulk_copy_sweep.toml)",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "64 MiB",
+        "the strided sweep's former size, 2^24 floats (its parameters)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "16 KiB",
+        "arithmetic: a 64 × 64 fp32 tile",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "32 KiB",
+        "arithmetic: n = 8192 floats of a row",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "4 KiB",
+        "arithmetic: a 32 × 32 fp32 tile or box",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "64 KiB",
+        "arithmetic: sixteen 32 × 32 fp32 boxes",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "268 MB",
+        "arithmetic: n² × 4 bytes at n = 8192",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "64 MiB",
+        "arithmetic: a 4096 × 4096 fp32 matrix",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "128 MiB",
+        "arithmetic: A and B at n = 4096, fp32",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "16 KiB",
+        "arithmetic: two of the register-tiled rung's 8 KiB slices",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "192 MiB",
+        "arithmetic: the compulsory bytes of A, B and C at n = 4096, fp32",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "64 MiB",
+        "arithmetic: one 4096 × 4096 fp32 matrix",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "8 KiB",
+        "arithmetic: 128 × 8 floats of A and as many of B",
+    ),
+    (
+        "labs/layout.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/layout.md",
+        "32 MiB",
+        "arithmetic: the lab's x field alone, one float per structure (its parameters)",
+    ),
+    (
+        "labs/layout.md",
+        "96 MiB",
+        "arithmetic: the three fields the kernel reads, 3 × 32 MiB",
+    ),
+    (
+        "labs/reduction.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/reduction.md",
+        "268 MB",
+        "arithmetic: the input's 2^28 bytes, in MB as Nsight Compute's counters print them",
+    ),
+    (
+        "methodology.md",
+        "128 MiB",
+        "a working set of the hierarchy lab (its parameters)",
+    ),
+    (
+        "methodology.md",
+        "256 MiB",
+        "the runner's L2 flush size on AMD, a rule of the runner",
+    ),
+    (
+        "methodology.md",
+        "64 MiB",
+        "the runner's L2 flush size and the hierarchy lab's warm-up limit, rules of the runner",
+    ),
+    (
+        "methodology.md",
+        "8 MiB",
+        "arithmetic: 65,536 slots × 128-byte lines",
+    ),
+    (
+        "practice/llm-connection.md",
+        "100 KB",
+        "an illustration's round figure, as the sentence says",
+    ),
+    (
+        "practice/llm-connection.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "practice/llm-connection.md",
+        "512 MiB",
+        "arithmetic: the fused kernel's 256 MiB read and 256 MiB written",
+    ),
+    (
+        "practice/memory-wall.md",
+        "1 MB",
+        "Horowitz, ISSCC 2014: the energy of a read from an 8 KB, 32 KB and 1 MB SRAM",
+    ),
+    (
+        "practice/memory-wall.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "32 KB",
+        "Horowitz, ISSCC 2014: the energy of a read from an 8 KB, 32 KB and 1 MB SRAM",
+    ),
+    (
+        "practice/memory-wall.md",
+        "8 KB",
+        "Horowitz, ISSCC 2014: the energy of a read from an 8 KB, 32 KB and 1 MB SRAM",
+    ),
+    (
+        "practice/pitfalls.md",
+        "4.2 KB",
+        "arithmetic: a 32 × 33 fp32 tile, 4,224 bytes",
+    ),
 ];
 
 fn chapters(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -799,7 +1245,7 @@ fn untex(line: &str) -> String {
     words.join(" ")
 }
 
-const UNITS: [&str; 16] = [
+const UNITS: [&str; 20] = [
     " GB/s",
     " TB/s",
     " B/s",
@@ -817,6 +1263,11 @@ const UNITS: [&str; 16] = [
     " blocks per SM",
     " resident blocks",
     " bytes of spill",
+    // Amounts of memory: a counter's bytes, or a size whose the chapter must say.
+    " MiB",
+    " MB",
+    " KiB",
+    " KB",
 ];
 
 /// The power of ten at the start of `rest` (" × 10^9", "×10^ 12"), as "×10^9", and its length
@@ -977,6 +1428,10 @@ fn the_scanner_finds_typed_figures_and_skips_directives() {
             "4 resident blocks",
             "184 bytes of spill"
         ]
+    );
+    assert_eq!(
+        figures("2048 MiB of L1 → L2 writes, 290 MB, 16 KiB and 4.2 KB, not 4 GiB or 32 B"),
+        ["2048 MiB", "290 MB", "16 KiB", "4.2 KB"]
     );
     assert_eq!(
         figures(
