@@ -177,6 +177,12 @@ pub enum Field {
     L2WriteFromL1,
     /// Sectors per global load request, from the lab's Nsight Compute profile.
     Sectors,
+    /// Sectors per global store request, from the profile.
+    StoreSectors,
+    /// Bank conflicts per shared load instruction, from the profile.
+    ConflictsPerLoad,
+    /// Wavefronts (passes) per shared load instruction, from the profile.
+    WavefrontsPerLoad,
     /// Achieved occupancy, per cent of the SMs' warp slots, from the profile.
     Occupancy,
     /// The grid in waves of resident blocks per SM, from the profile.
@@ -223,7 +229,7 @@ pub enum Field {
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 33] = [
+    const NAMES: [(&'static str, Field); 36] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -236,6 +242,9 @@ impl Field {
         ("dram_write", Field::DramWrite),
         ("l2_write_from_l1", Field::L2WriteFromL1),
         ("sectors", Field::Sectors),
+        ("store_sectors", Field::StoreSectors),
+        ("conflicts_per_load", Field::ConflictsPerLoad),
+        ("wavefronts_per_load", Field::WavefrontsPerLoad),
         ("occupancy", Field::Occupancy),
         ("waves", Field::Waves),
         ("warp_instructions", Field::WarpInstructions),
@@ -590,6 +599,10 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
                 bytes.ok_or_else(|| missing("L1 → L2 write bytes in its profile"))?,
             )
         }
+        Field::StoreSectors | Field::ConflictsPerLoad | Field::WavefrontsPerLoad => {
+            return per_instruction(profiled(results, variant)?, field)
+                .ok_or_else(|| missing("such counter in its profile"));
+        }
         Field::Registers | Field::SpillStores | Field::SpillLoads | Field::BlocksPerSm => {
             return compiled(row, field)
                 .ok_or_else(|| missing("compile results (registers, spills, blocks per SM)"));
@@ -667,6 +680,16 @@ fn l2_reported(row: &VariantResult, field: Field) -> Option<f64> {
     }
 }
 
+/// A per-request or per-instruction counter of a profiled launch.
+fn per_instruction(counters: &KernelProfile, field: Field) -> Option<f64> {
+    match field {
+        Field::StoreSectors => counters.global_store_sectors_per_request,
+        Field::ConflictsPerLoad => counters.conflicts_per_shared_load,
+        Field::WavefrontsPerLoad => counters.wavefronts_per_shared_load,
+        _ => None,
+    }
+}
+
 /// What the compiler and the occupancy calculator reported for a row's kernel; `None` where the
 /// row runs no kernel of the book's, or ptxas gave no spill report.
 fn compiled(row: &VariantResult, field: Field) -> Option<f64> {
@@ -732,9 +755,11 @@ fn format_field(field: Field, value: f64) -> String {
         | Field::DramRead
         | Field::DramWrite
         | Field::L2WriteFromL1
+        | Field::ConflictsPerLoad
+        | Field::WavefrontsPerLoad
         | Field::WarpInstructions
         | Field::DramIntensity => crate::format::format_sig(value),
-        Field::Sectors | Field::Waves => significant(value),
+        Field::Sectors | Field::StoreSectors | Field::Waves => significant(value),
         Field::Registers | Field::SpillStores | Field::SpillLoads | Field::BlocksPerSm => {
             format!("{value:.0}")
         }
@@ -1052,6 +1077,26 @@ mod tests {
             value("{{#value profile_transpose.naive.dram_write}}").as_deref(),
             Ok("290")
         );
+        // The tiled kernel's 32-way conflict, counted; the naive kernel's 32-sector stores.
+        assert_eq!(
+            value("{{#value profile_transpose.tiled.conflicts_per_load}}").as_deref(),
+            Ok("31.4")
+        );
+        assert_eq!(
+            value("{{#value profile_transpose.tiled.wavefronts_per_load}}").as_deref(),
+            Ok("32.4")
+        );
+        assert_eq!(
+            value("{{#value profile_transpose.padded.wavefronts_per_load}}").as_deref(),
+            Ok("1.09")
+        );
+        assert_eq!(
+            value("{{#value profile_transpose.naive.store_sectors}}").as_deref(),
+            Ok("32")
+        );
+        // The naive kernel does no shared loads: no conflicts per load to show.
+        let err = value("{{#value profile_transpose.naive.conflicts_per_load}}");
+        assert!(err.is_err_and(|e| e.contains("counter")));
         let mut unprofiled = results.clone();
         unprofiled.profile = None;
         let err = shown("{{#value profile_transpose.naive.dram_write}}", &unprofiled);
