@@ -20,6 +20,14 @@ pub fn from_giga(giga: f64) -> f64 {
     giga * GIGA
 }
 
+/// 2^20: a MiB.
+pub const MEBI: f64 = 1_048_576.0;
+
+/// Bytes as MiB.
+pub fn to_mib(bytes: f64) -> f64 {
+    bytes / MEBI
+}
+
 /// Units per second as trillions per second ("TFLOP/s").
 pub fn to_tera(per_second: f64) -> f64 {
     per_second / TERA

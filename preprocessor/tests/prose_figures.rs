@@ -1,8 +1,9 @@
 //! Every figure the runner measures is rendered by a directive (`{{#value}}`, `{{#ratio}}`),
 //! never typed: a typed number goes stale when the labs are re-recorded and is wrong on a
 //! reader's GPU. This scans every chapter (outside code blocks and inline code) for a number next
-//! to "GB/s", "TB/s", "FLOP/s", "FLOP/byte", "µs", "ns", "cycles" or "×", or a percentage "of" a
-//! peak or ceiling — in prose and inside `$…$` math alike (read as the reader sees it: `\text{GB/s}`
+//! to "GB/s", "TB/s", "FLOP/s", "FLOP/byte", "µs", "ns", "cycles" or "×", any percentage (of a
+//! peak, a ceiling or anything else), a count of registers, blocks per SM or spilled bytes (the compile
+//! results), or an amount in MiB, MB, KiB or KB — in prose and inside `$…$` math alike (read as the reader sees it: `\text{GB/s}`
 //! as "GB/s", `\times` as "×", `4160 \times 10^{9}\ \text{B/s}` as one figure) — and fails on
 //! any not in the allow-list below, where each typed figure says whose it is.
 
@@ -31,6 +32,43 @@ const CITED: &[(&str, &str)] = &[
         "arithmetic on the H100 datasheet: 990 TFLOP/s over 3.35 TB/s",
     ),
     ("4.8 TB/s", "NVIDIA H200 datasheet: HBM3e bandwidth"),
+    (
+        "228 KB",
+        "CUDA C++ Programming Guide, compute capability 9.0 / the Hopper whitepaper: shared memory per SM",
+    ),
+    (
+        "227 KB",
+        "CUDA C++ Programming Guide, compute capability 9.0: shared memory per block",
+    ),
+    (
+        "48 KB",
+        "CUDA C++ Programming Guide: static shared memory per block without opt-in",
+    ),
+    (
+        "1 KB",
+        "CUDA C++ Programming Guide: shared memory the driver reserves per block",
+    ),
+    (
+        "256 KB",
+        "the Hopper whitepaper and CUDA C++ Programming Guide: the L1/shared array and the register file per SM",
+    ),
+    ("50 MB", "NVIDIA H100 datasheet: the L2 of H100 SXM5"),
+    (
+        "65,536 registers",
+        "CUDA C++ Programming Guide, compute capability 9.0: 64 K 32-bit registers per SM",
+    ),
+    (
+        "255 registers",
+        "CUDA C++ Programming Guide, compute capability 9.0: the most registers per thread",
+    ),
+    (
+        "32 resident blocks",
+        "CUDA C++ Programming Guide, compute capability 9.0: the most resident blocks per SM",
+    ),
+    (
+        "32 blocks per SM",
+        "CUDA C++ Programming Guide, compute capability 9.0: the most resident blocks per SM",
+    ),
     ("5.3 TB/s", "AMD MI300X datasheet: HBM3 bandwidth"),
 ];
 
@@ -260,11 +298,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "exercises/padded-transpose.md",
         "1.5×",
         "the checker's bar, `min_speedup` in labs/padded_transpose.toml",
-    ),
-    (
-        "exercises/profiler-deep-dive.md",
-        "8×",
-        "Nsight Compute's L1 → L2 writes, 2048 against 256 MiB (the profile in profile_transpose.json, which no directive renders)",
     ),
     (
         "exercises/stretch-tile-sweep.md",
@@ -616,6 +649,836 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "720 GB/s",
         "datasheet/whitepaper figures of the cited documents",
     ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "32 registers",
+        "the drill's model: R(T) = 32 + T²/256 starts from 32 registers of addresses and counters",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "128 registers",
+        "arithmetic: 65,536 registers over two blocks of 256 threads",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "232 registers",
+        "the drill's model at T = 224, rounded up to a multiple of 8",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "288 registers",
+        "the drill's model at T = 256",
+    ),
+    (
+        "exercises/register-pressure.md",
+        "256 registers",
+        "arithmetic: the allocation formula for a 256-thread block (256 is the block size)",
+    ),
+    (
+        "exercises/self-assessment.md",
+        "96 registers",
+        "a hypothetical kernel in the drill's question (the registers chapter's quiz)",
+    ),
+    (
+        "hierarchy/registers.md",
+        "256 registers",
+        "the CUDA occupancy calculator's allocation unit: registers per warp come in chunks of 256",
+    ),
+    (
+        "hierarchy/registers.md",
+        "64 registers",
+        "arithmetic: 65,536 registers over 4 blocks of 256 threads, and the quiz's answer",
+    ),
+    (
+        "hierarchy/registers.md",
+        "96 registers",
+        "a hypothetical kernel in the chapter's quiz",
+    ),
+    (
+        "hierarchy/registers.md",
+        "40 registers",
+        "a hypothetical kernel in the chapter's second quiz",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "8 blocks per SM",
+        "a launch parameter: the grid-stride rows' grid, set in labs/bandwidth.toml",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "16 blocks per SM",
+        "a launch parameter: the grid-stride rows' grid, set in labs/bandwidth.toml",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "4 blocks per SM",
+        "a launch parameter: ring_8x4's grid, set in labs/bulk_copy_sweep.toml",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "64 registers",
+        "arithmetic: the register tile's 8 × 8 accumulators",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "34,816 registers",
+        "arithmetic: the drill's model, 256 threads × 136 registers",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "29,696 registers",
+        "arithmetic: the drill's model, 128 threads × 232 registers",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "42,240 registers",
+        "arithmetic on the recording: T = 160's registers (rendered above) × 256 threads; stale if a re-recording changes them",
+    ),
+    (
+        "hierarchy/levels.md",
+        "16,384 registers",
+        "arithmetic: 256 VGPRs × 64 lanes of an AMD wavefront (AMD's specifications, as the note says)",
+    ),
+    (
+        "hierarchy/registers.md",
+        "49,152 registers",
+        "arithmetic: the quiz's 96 registers × 512 threads",
+    ),
+    (
+        "hierarchy/registers.md",
+        "98,304 registers",
+        "arithmetic: two of the quiz's blocks",
+    ),
+    (
+        "hierarchy/registers.md",
+        "32,768 registers",
+        "arithmetic: the quiz's answer, 64 registers × 512 threads",
+    ),
+    (
+        "hierarchy/registers.md",
+        "10,240 registers",
+        "arithmetic: the second quiz's 40 registers × 256 threads",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "100.6 KB",
+        "arithmetic: the drill's tile bytes at T = 128",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "722 MB",
+        "arithmetic: the drill's matrix size (its parameters)",
+    ),
+    (
+        "exercises/padded-transpose.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "16 KiB",
+        "arithmetic: blocks × TILE² × 4 bytes of tile per SM, or TILE² × 4 per block, for the sweep's tiles",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "32 KiB",
+        "arithmetic: blocks × TILE² × 4 bytes of tile per SM, or TILE² × 4 per block, for the sweep's tiles",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "64 KiB",
+        "arithmetic: blocks × TILE² × 4 bytes of tile per SM, or TILE² × 4 per block, for the sweep's tiles",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "8 KiB",
+        "arithmetic: blocks × TILE² × 4 bytes of tile per SM, or TILE² × 4 per block, for the sweep's tiles",
+    ),
+    (
+        "exercises/stretch-tile-sweep.md",
+        "8–15 KB",
+        "arithmetic: Little's law on the Learn lesson's HBM latency and bandwidth",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "128 MiB",
+        "a working set of the hierarchy lab (its parameters)",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "64 MiB",
+        "arithmetic: 2^24 floats, the sweep's former size",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "8 KiB",
+        "arithmetic: 32 lanes × the largest stride's 256 bytes",
+    ),
+    (
+        "glossary.md",
+        "64 KB",
+        "AMD CDNA3 ISA / MI300 specifications: 64 KB of LDS per CU",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "hierarchy/levels.md",
+        "256 KiB",
+        "a working set the hierarchy labs sweep (their parameters)",
+    ),
+    (
+        "hierarchy/levels.md",
+        "256 MiB",
+        "AMD's MI300 specifications: 256 MiB of Infinity Cache",
+    ),
+    (
+        "hierarchy/levels.md",
+        "32 MiB",
+        "a working set the hierarchy lab sweeps, where the recorded latency (rendered in its lab) climbs",
+    ),
+    (
+        "hierarchy/levels.md",
+        "4 MiB",
+        "AMD's MI300 specifications: 4 MiB of L2 per XCD",
+    ),
+    (
+        "hierarchy/levels.md",
+        "512 KiB",
+        "AMD's MI300 specifications: a 512 KiB VGPR file per CU",
+    ),
+    (
+        "hierarchy/levels.md",
+        "64 KiB",
+        "AMD's MI300 specifications: 64 KiB of LDS per CU, and 256 VGPRs × 64 lanes × 4 B",
+    ),
+    (
+        "hierarchy/levels.md",
+        "8 KiB",
+        "a working set the hierarchy labs sweep (their parameters)",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "16 KiB",
+        "arithmetic: the kernel's 64 × 64 fp32 tile",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "28 KB",
+        "arithmetic: the Hopper whitepaper's 256 KB less its 228 KB of shared memory",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "4.2 KB",
+        "arithmetic: a 32 × 33 fp32 tile, 4,224 bytes",
+    ),
+    (
+        "hierarchy/shared-memory.md",
+        "64 KB",
+        "AMD CDNA3 ISA / MI300 specifications: 64 KB of LDS per CU",
+    ),
+    (
+        "hierarchy/why.md",
+        "512 KiB",
+        "AMD's MI300 specifications: a 512 KiB VGPR file per CU",
+    ),
+    (
+        "hierarchy/why.md",
+        "64 KiB",
+        "AMD's MI300 specifications: 64 KiB of LDS per CU",
+    ),
+    (
+        "hierarchy/why.md",
+        "64–164 KB",
+        "quoting the course's figure that the note corrects",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "0.84 MB",
+        "arithmetic: Little's law on the H100 datasheet's 3.35 TB/s and the lesson's 250 ns",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "1 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "128 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "128 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "16 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "2 KiB",
+        "arithmetic: 128 MiB over the chase's 65,536 slots",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "200 KiB",
+        "the Hopper whitepaper's 256 KB L1/shared array, less a shared-memory carve-out (an estimate)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "256 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "256 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "264 MiB",
+        "arithmetic: 1056 resident blocks × 256 KiB",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "32 KiB",
+        "arithmetic: a working set over the lab's 4096 blocks",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "32 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "33 MiB",
+        "arithmetic: 1056 resident blocks × 32 KiB",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "4 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "48 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "512 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "64 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "64 MiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "66 MiB",
+        "arithmetic: 1056 resident blocks × 64 KiB",
+    ),
+    (
+        "labs/hierarchy-on-your-gpu.md",
+        "8 KiB",
+        "a working set the hierarchy labs sweep (the ws_* rows, their parameters)",
+    ),
+    (
+        "labs/host-device.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "32 KiB",
+        "a chunk size the bulk-copy sweep sets (labs/bulk_copy_sweep.toml)",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "4 KiB",
+        "a chunk size the bulk-copy rows set (labs/bandwidth.toml, labs/bulk_copy_sweep.toml)",
+    ),
+    (
+        "labs/lab1-bandwidth-ceiling.md",
+        "64 MiB",
+        "the strided sweep's former size, 2^24 floats (its parameters)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "16 KiB",
+        "arithmetic: a 64 × 64 fp32 tile",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "32 KiB",
+        "arithmetic: n = 8192 floats of a row",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "4 KiB",
+        "arithmetic: a 32 × 32 fp32 tile or box",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "64 KiB",
+        "arithmetic: sixteen 32 × 32 fp32 boxes",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "268 MB",
+        "arithmetic: n² × 4 bytes at n = 8192",
+    ),
+    (
+        "labs/lab3-profiling.md",
+        "64 MiB",
+        "arithmetic: a 4096 × 4096 fp32 matrix",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "128 MiB",
+        "arithmetic: A and B at n = 4096, fp32",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "16 KiB",
+        "arithmetic: two of the register-tiled rung's 8 KiB slices",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "192 MiB",
+        "arithmetic: the compulsory bytes of A, B and C at n = 4096, fp32",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "64 MiB",
+        "arithmetic: one 4096 × 4096 fp32 matrix",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "8 KiB",
+        "arithmetic: 128 × 8 floats of A and as many of B",
+    ),
+    (
+        "labs/layout.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/layout.md",
+        "32 MiB",
+        "arithmetic: the lab's x field alone, one float per structure (its parameters)",
+    ),
+    (
+        "labs/layout.md",
+        "96 MiB",
+        "arithmetic: the three fields the kernel reads, 3 × 32 MiB",
+    ),
+    (
+        "labs/reduction.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "labs/reduction.md",
+        "268 MB",
+        "arithmetic: the input's 2^28 bytes, in MB as Nsight Compute's counters print them",
+    ),
+    (
+        "methodology.md",
+        "128 MiB",
+        "a working set of the hierarchy lab (its parameters)",
+    ),
+    (
+        "methodology.md",
+        "256 MiB",
+        "the runner's L2 flush size on AMD, a rule of the runner",
+    ),
+    (
+        "methodology.md",
+        "64 MiB",
+        "the runner's L2 flush size and the hierarchy lab's warm-up limit, rules of the runner",
+    ),
+    (
+        "methodology.md",
+        "8 MiB",
+        "arithmetic: 65,536 slots × 128-byte lines",
+    ),
+    (
+        "practice/llm-connection.md",
+        "100 KB",
+        "an illustration's round figure, as the sentence says",
+    ),
+    (
+        "practice/llm-connection.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "practice/llm-connection.md",
+        "512 MiB",
+        "arithmetic: the fused kernel's 256 MiB read and 256 MiB written",
+    ),
+    (
+        "practice/memory-wall.md",
+        "1 MB",
+        "Horowitz, ISSCC 2014: the energy of a read from an 8 KB, 32 KB and 1 MB SRAM",
+    ),
+    (
+        "practice/memory-wall.md",
+        "256 MiB",
+        "the buffer size the lab sets: 2^26 floats, or an 8192 × 8192 fp32 matrix (its parameters)",
+    ),
+    (
+        "practice/memory-wall.md",
+        "32 KB",
+        "Horowitz, ISSCC 2014: the energy of a read from an 8 KB, 32 KB and 1 MB SRAM",
+    ),
+    (
+        "practice/memory-wall.md",
+        "8 KB",
+        "Horowitz, ISSCC 2014: the energy of a read from an 8 KB, 32 KB and 1 MB SRAM",
+    ),
+    (
+        "practice/pitfalls.md",
+        "4.2 KB",
+        "arithmetic: a 32 × 33 fp32 tile, 4,224 bytes",
+    ),
+    (
+        "exercises/drill-bank-conflict.md",
+        "5 %",
+        "the stopping rule's noisy-spread threshold, a rule of the runner",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "12.5 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes (4 of 32 bytes)",
+    ),
+    (
+        "exercises/drill-coalesce.md",
+        "100 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes: every byte used",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "25 %",
+        "arithmetic: the occupancy example's resident threads over 2048",
+    ),
+    (
+        "exercises/drill-hierarchy-sizing.md",
+        "12.5 %",
+        "arithmetic: the occupancy example's resident threads over 2048",
+    ),
+    (
+        "exercises/practice-problems.md",
+        "12.5 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes (128 of 1024 B)",
+    ),
+    (
+        "exercises/practice-problems.md",
+        "87.5 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes: the 7/8 wasted",
+    ),
+    (
+        "exercises/profiler-deep-dive.md",
+        "100 %",
+        "the metric's scale: 100 % is a perfect score in Nsight Compute",
+    ),
+    (
+        "exercises/profiler-deep-dive.md",
+        "90 %",
+        "a hypothetical kernel in the chapter's example",
+    ),
+    (
+        "exercises/profiler-deep-dive.md",
+        "12.5 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes (the hypothetical kernel's)",
+    ),
+    (
+        "exercises/self-assessment.md",
+        "50 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes (128 of 256 B)",
+    ),
+    (
+        "exercises/self-assessment.md",
+        "15 %",
+        "a hypothetical kernel in the drill's question",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "9.1 %",
+        "an experiment recording in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "8.4 %",
+        "an experiment recording in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "0.3 %",
+        "an experiment recording in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "exercises/stretch-triton.md",
+        "7.9 %",
+        "an experiment recording in labs/recorded/experiments/, not a row of a lab",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "100 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "50 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "67 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "25 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "40 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "12.5 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "22 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "6.25 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "12 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "exercises/strided-sweep.md",
+        "6 %",
+        "arithmetic: the sector and line models' predictions, the table's columns",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "100 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes, the table's columns",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "50 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes, the table's columns",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "25 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes, the table's columns",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "12.5 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes, the table's columns",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "6.25 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes, the table's columns",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "3.1 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes, the table's columns",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "80 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes (128 of 160 B)",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "22 %",
+        "arithmetic: the model's 2/9",
+    ),
+    (
+        "hierarchy/coalescing.md",
+        "6.1 %",
+        "arithmetic: the line model's 2/33",
+    ),
+    (
+        "hierarchy/registers.md",
+        "100 %",
+        "arithmetic: the occupancy example's resident threads over 2048, the table's column",
+    ),
+    (
+        "hierarchy/registers.md",
+        "50 %",
+        "arithmetic: the occupancy example's resident threads over 2048, the table's column and the quiz's answer",
+    ),
+    (
+        "hierarchy/registers.md",
+        "25 %",
+        "arithmetic: the occupancy example's resident threads over 2048, the table's column and the quiz's answer",
+    ),
+    (
+        "hierarchy/registers.md",
+        "75 %",
+        "arithmetic: the occupancy example's resident threads over 2048 (1536 of 2048)",
+    ),
+    (
+        "hierarchy/registers.md",
+        "80 %",
+        "arithmetic: the per-thread bound, 1638 of 2048 threads",
+    ),
+    (
+        "hierarchy/registers.md",
+        "5 %",
+        "arithmetic: 80 % less the 75 % the allocation granularity allows",
+    ),
+    (
+        "introduction.md",
+        "5 %",
+        "the stopping rule's noisy-spread threshold, a rule of the runner",
+    ),
+    (
+        "labs/host-device.md",
+        "2 %",
+        "the lab's precision target, a rule of the runner",
+    ),
+    (
+        "labs/host-device.md",
+        "0.5 %",
+        "the stopping rule's usual precision target, a rule of the runner",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "100 %",
+        "not a figure: a kernel with no arithmetic is wholly memory-bound",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "15 %",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "54 %",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab2-transpose.md",
+        "71 %",
+        "the A02 lesson's MI300X figures (n = 4096)",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "13 %",
+        "Boehm's SGEMM worklog on an RTX A6000, cited as his",
+    ),
+    (
+        "labs/lab4-reuse.md",
+        "69 %",
+        "Boehm's SGEMM worklog on an RTX A6000, cited as his",
+    ),
+    (
+        "labs/layout.md",
+        "80 %",
+        "arithmetic: the sector model's useful bytes over fetched bytes (128 of 160 B)",
+    ),
+    (
+        "labs/layout.md",
+        "20 %",
+        "arithmetic: the sector model's cost of a 4-byte shift, in the question",
+    ),
+    (
+        "methodology.md",
+        "0.5 %",
+        "the stopping rule's precision target, a rule of the runner",
+    ),
+    (
+        "methodology.md",
+        "2 %",
+        "the stopping rule's looser target, a rule of the runner",
+    ),
+    (
+        "methodology.md",
+        "5 %",
+        "the stopping rule's noisy-spread threshold, a rule of the runner",
+    ),
+    (
+        "practice/llm-connection.md",
+        "15 %",
+        "the FlashAttention paper's BERT-large speedup, cited as its",
+    ),
+    (
+        "practice/memory-wall.md",
+        "85–90 %",
+        "a prediction's range, written before the result (what Lab 1's copies suggest), checked against the table below",
+    ),
+    (
+        "practice/pitfalls.md",
+        "37.5 %",
+        "arithmetic: the occupancy example's resident threads over 2048 (768 of 2048)",
+    ),
+    (
+        "results-format.md",
+        "100 %",
+        "not a figure: the ceiling row is by definition the lab's 100 %",
+    ),
 ];
 
 fn chapters(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -653,6 +1516,8 @@ fn prose(line: &str) -> String {
 fn untex(line: &str) -> String {
     let mut text = line.to_string();
     for (tex, plain) in [
+        // A thousands separator, `34{,}816`, is one number.
+        ("{,}", ","),
         ("\\times", "×"),
         ("\\approx", "≈"),
         ("\\%", "%"),
@@ -675,7 +1540,7 @@ fn untex(line: &str) -> String {
     words.join(" ")
 }
 
-const UNITS: [&str; 11] = [
+const UNITS: [&str; 20] = [
     " GB/s",
     " TB/s",
     " B/s",
@@ -687,6 +1552,17 @@ const UNITS: [&str; 11] = [
     " ns",
     " cycles",
     " cycle",
+    // Compile results: the compiler's and the occupancy calculator's.
+    " registers",
+    " register",
+    " blocks per SM",
+    " resident blocks",
+    " bytes of spill",
+    // Amounts of memory: a counter's bytes, or a size whose the chapter must say.
+    " MiB",
+    " MB",
+    " KiB",
+    " KB",
 ];
 
 /// The power of ten at the start of `rest` (" × 10^9", "×10^ 12"), as "×10^9", and its length
@@ -719,23 +1595,14 @@ fn unit_after(rest: &str) -> Option<(String, usize)> {
     })
 }
 
-/// Whether `rest` is a percentage sign followed by "of" and, within four words, a peak or a
-/// ceiling ("60 % of the copy ceiling", "51 % of peak").
-fn percent_of_a_ceiling(rest: &str) -> bool {
-    let Some(after) = rest.strip_prefix(" %").or_else(|| rest.strip_prefix('%')) else {
-        return false;
-    };
-    let mut words = after.split_whitespace();
-    words.next() == Some("of")
-        && words
-            .take(4)
-            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
-            .any(|w| w == "peak" || w == "ceiling")
+/// Whether `rest` starts with a percentage sign ("60 % of the copy ceiling", "51% of peak", "a
+/// 12.5 % efficiency"): every percentage is a figure someone measured or worked out.
+fn percent(rest: &str) -> bool {
+    rest.starts_with(" %") || rest.starts_with('%')
 }
 
 /// The typed figures of one line: a number (digits, commas, a decimal part, an en-dash range)
-/// followed by one of [`UNITS`] (perhaps past a power of ten), directly by "×", or by "%" of a
-/// peak or ceiling.
+/// followed by one of [`UNITS`] (perhaps past a power of ten), directly by "×", or by "%".
 fn figures(line: &str) -> Vec<String> {
     let line = untex(line);
     let chars: Vec<char> = line.chars().collect();
@@ -764,7 +1631,7 @@ fn figures(line: &str) -> Vec<String> {
             j += rest[..len].chars().count();
         } else if rest.starts_with('×') {
             found.push(format!("{number}×"));
-        } else if percent_of_a_ceiling(&rest) {
+        } else if percent(&rest) {
             found.push(format!("{number} %"));
         }
         i = j.max(i + 1);
@@ -834,7 +1701,23 @@ fn the_scanner_finds_typed_figures_and_skips_directives() {
     );
     assert_eq!(
         figures("60 % of the copy ceiling, 51% of peak, 87.5 % of the bytes, 56.2 TFLOP/s"),
-        ["60 %", "51 %", "56.2 TFLOP/s"]
+        ["60 %", "51 %", "87.5 %", "56.2 TFLOP/s"]
+    );
+    assert_eq!(
+        figures(
+            "chose 121 registers, $34{,}816$ registers, 8 blocks per SM, 4 resident blocks, 184 bytes of spill stores"
+        ),
+        [
+            "121 registers",
+            "34,816 registers",
+            "8 blocks per SM",
+            "4 resident blocks",
+            "184 bytes of spill"
+        ]
+    );
+    assert_eq!(
+        figures("2048 MiB of L1 → L2 writes, 290 MB, 16 KiB and 4.2 KB, not 4 GiB or 32 B"),
+        ["2048 MiB", "290 MB", "16 KiB", "4.2 KB"]
     );
     assert_eq!(
         figures(

@@ -169,8 +169,20 @@ pub enum Field {
     Spread,
     /// Bytes read from DRAM, in MB, from the lab's Nsight Compute profile.
     DramRead,
+    /// Bytes written to DRAM, in MiB (2^20 bytes, as the book sizes its buffers), from the
+    /// lab's Nsight Compute profile.
+    DramWrite,
+    /// Bytes the L1 wrote to the L2, in MiB, from the profile: what partial stores cost between
+    /// the SM and the L2, before the L2 merges them.
+    L2WriteFromL1,
     /// Sectors per global load request, from the lab's Nsight Compute profile.
     Sectors,
+    /// Sectors per global store request, from the profile.
+    StoreSectors,
+    /// Bank conflicts per shared load instruction, from the profile.
+    ConflictsPerLoad,
+    /// Wavefronts (passes) per shared load instruction, from the profile.
+    WavefrontsPerLoad,
     /// Achieved occupancy, per cent of the SMs' warp slots, from the profile.
     Occupancy,
     /// The grid in waves of resident blocks per SM, from the profile.
@@ -206,10 +218,18 @@ pub enum Field {
     L2Persisting,
     /// The access-policy window the driver reported, MiB.
     L2Window,
+    /// Registers per thread the compiler allocated (ptxas' report).
+    Registers,
+    /// Bytes per thread the compiler spilled to local memory (stores).
+    SpillStores,
+    /// Bytes per thread the compiler loads back from its spills.
+    SpillLoads,
+    /// Blocks the occupancy calculator lets reside on one SM at once.
+    BlocksPerSm,
 }
 
 impl Field {
-    const NAMES: [(&'static str, Field); 27] = [
+    const NAMES: [(&'static str, Field); 36] = [
         ("gbs", Field::Gbs),
         ("time", Field::Time),
         ("us", Field::Us),
@@ -219,7 +239,12 @@ impl Field {
         ("rate", Field::Rate),
         ("spread", Field::Spread),
         ("dram_read", Field::DramRead),
+        ("dram_write", Field::DramWrite),
+        ("l2_write_from_l1", Field::L2WriteFromL1),
         ("sectors", Field::Sectors),
+        ("store_sectors", Field::StoreSectors),
+        ("conflicts_per_load", Field::ConflictsPerLoad),
+        ("wavefronts_per_load", Field::WavefrontsPerLoad),
         ("occupancy", Field::Occupancy),
         ("waves", Field::Waves),
         ("warp_instructions", Field::WarpInstructions),
@@ -237,6 +262,10 @@ impl Field {
         ("l2_fetch_before", Field::L2FetchBefore),
         ("l2_persisting", Field::L2Persisting),
         ("l2_window", Field::L2Window),
+        ("registers", Field::Registers),
+        ("spill_stores", Field::SpillStores),
+        ("spill_loads", Field::SpillLoads),
+        ("blocks_per_sm", Field::BlocksPerSm),
     ];
 
     /// The name directives use.
@@ -558,6 +587,26 @@ pub fn quantity(results: &LabResults, variant: &str, field: Field) -> Result<f64
             let bytes = profiled(results, variant)?.dram_read_bytes;
             bytes.ok_or_else(|| missing("DRAM bytes read in its profile"))? / 1e6
         }
+        Field::DramWrite => {
+            let bytes = profiled(results, variant)?.dram_write_bytes;
+            crate::format::to_mib(
+                bytes.ok_or_else(|| missing("DRAM bytes written in its profile"))?,
+            )
+        }
+        Field::L2WriteFromL1 => {
+            let bytes = profiled(results, variant)?.l2_write_bytes_from_l1;
+            crate::format::to_mib(
+                bytes.ok_or_else(|| missing("L1 → L2 write bytes in its profile"))?,
+            )
+        }
+        Field::StoreSectors | Field::ConflictsPerLoad | Field::WavefrontsPerLoad => {
+            return per_instruction(profiled(results, variant)?, field)
+                .ok_or_else(|| missing("such counter in its profile"));
+        }
+        Field::Registers | Field::SpillStores | Field::SpillLoads | Field::BlocksPerSm => {
+            return compiled(row, field)
+                .ok_or_else(|| missing("compile results (registers, spills, blocks per SM)"));
+        }
         Field::Sectors => {
             let sectors = profiled(results, variant)?.global_load_sectors_per_request;
             sectors.ok_or_else(|| missing("sectors per load request in its profile"))?
@@ -631,6 +680,30 @@ fn l2_reported(row: &VariantResult, field: Field) -> Option<f64> {
     }
 }
 
+/// A per-request or per-instruction counter of a profiled launch.
+fn per_instruction(counters: &KernelProfile, field: Field) -> Option<f64> {
+    match field {
+        Field::StoreSectors => counters.global_store_sectors_per_request,
+        Field::ConflictsPerLoad => counters.conflicts_per_shared_load,
+        Field::WavefrontsPerLoad => counters.wavefronts_per_shared_load,
+        _ => None,
+    }
+}
+
+/// What the compiler and the occupancy calculator reported for a row's kernel; `None` where the
+/// row runs no kernel of the book's, or ptxas gave no spill report.
+fn compiled(row: &VariantResult, field: Field) -> Option<f64> {
+    let resources = row.resources.as_ref()?;
+    let count = match field {
+        Field::Registers => resources.registers,
+        Field::SpillStores => resources.spill_store_bytes?,
+        Field::SpillLoads => resources.spill_load_bytes?,
+        Field::BlocksPerSm => resources.blocks_per_sm,
+        _ => return None,
+    };
+    Some(f64::from(count))
+}
+
 /// The Nsight Compute counters of `variant`'s launch.
 fn profiled<'r>(results: &'r LabResults, variant: &str) -> Result<&'r KernelProfile, Gap> {
     let profile = results
@@ -680,9 +753,16 @@ fn format_field(field: Field, value: f64) -> String {
         Field::Counter
         | Field::Rate
         | Field::DramRead
+        | Field::DramWrite
+        | Field::L2WriteFromL1
+        | Field::ConflictsPerLoad
+        | Field::WavefrontsPerLoad
         | Field::WarpInstructions
         | Field::DramIntensity => crate::format::format_sig(value),
-        Field::Sectors | Field::Waves => significant(value),
+        Field::Sectors | Field::StoreSectors | Field::Waves => significant(value),
+        Field::Registers | Field::SpillStores | Field::SpillLoads | Field::BlocksPerSm => {
+            format!("{value:.0}")
+        }
         Field::L2Fetch | Field::L2FetchBefore | Field::L2Persisting | Field::L2Window => {
             significant(value)
         }
@@ -977,6 +1057,97 @@ mod tests {
         unprofiled.profile = None;
         let err = shown("{{#value strided.s1.dram_read}}", &unprofiled).expect_err("a gap");
         assert!(err.contains("was not profiled"), "{err}");
+    }
+
+    #[test]
+    fn dram_writes_and_l1_to_l2_writes_are_mib_from_the_profile() {
+        let results = recorded("profile_transpose");
+        // The naive transpose's partial stores: 2^31 bytes from L1 to L2, eight times the 2^28
+        // of a tiled kernel, of which the L2 wrote about 290 MiB to DRAM.
+        let value = |directive: &str| shown(directive, &results);
+        assert_eq!(
+            value("{{#value profile_transpose.naive.l2_write_from_l1}}").as_deref(),
+            Ok("2048")
+        );
+        assert_eq!(
+            value("{{#value profile_transpose.tiled.l2_write_from_l1}}").as_deref(),
+            Ok("256")
+        );
+        assert_eq!(
+            value("{{#value profile_transpose.naive.dram_write}}").as_deref(),
+            Ok("290")
+        );
+        // The tiled kernel's 32-way conflict, counted; the naive kernel's 32-sector stores.
+        assert_eq!(
+            value("{{#value profile_transpose.tiled.conflicts_per_load}}").as_deref(),
+            Ok("31.4")
+        );
+        assert_eq!(
+            value("{{#value profile_transpose.tiled.wavefronts_per_load}}").as_deref(),
+            Ok("32.4")
+        );
+        assert_eq!(
+            value("{{#value profile_transpose.padded.wavefronts_per_load}}").as_deref(),
+            Ok("1.09")
+        );
+        assert_eq!(
+            value("{{#value profile_transpose.naive.store_sectors}}").as_deref(),
+            Ok("32")
+        );
+        // The naive kernel does no shared loads: no conflicts per load to show.
+        let err = value("{{#value profile_transpose.naive.conflicts_per_load}}");
+        assert!(err.is_err_and(|e| e.contains("counter")));
+        let mut unprofiled = results.clone();
+        unprofiled.profile = None;
+        let err = shown("{{#value profile_transpose.naive.dram_write}}", &unprofiled);
+        assert!(err.is_err_and(|e| e.contains("was not profiled")));
+    }
+
+    #[test]
+    fn registers_spills_and_blocks_per_sm_come_from_the_compile_results() {
+        let results = recorded("hierarchy_sizing");
+        let all = |field: &str| -> Vec<String> {
+            [
+                "tile64", "tile96", "tile128", "tile160", "tile192", "tile224",
+            ]
+            .iter()
+            .map(|row| {
+                shown(
+                    &format!("{{{{#value hierarchy_sizing.{row}.{field}}}}}"),
+                    &results,
+                )
+                .expect("a compile result")
+            })
+            .collect()
+        };
+        assert_eq!(all("registers"), ["32", "64", "121", "165", "252", "255"]);
+        assert_eq!(all("blocks_per_sm"), ["8", "4", "2", "1", "1", "1"]);
+        // Only the largest tile, at the 255-register cap, spills.
+        assert_eq!(all("spill_stores"), ["0", "0", "0", "0", "0", "184"]);
+        assert_eq!(all("spill_loads"), ["0", "0", "0", "0", "0", "184"]);
+        let html = render(
+            &Query::parse("{{#value hierarchy_sizing.tile224.registers}}").expect("ok"),
+            Some(&results),
+            "recorded",
+        );
+        assert!(html.contains("data-field=\"registers\""), "{html}");
+        // A peer's row runs no kernel of the book's: no compile results.
+        let transpose = recorded("transpose");
+        let err = shown("{{#value transpose.cublas_geam.registers}}", &transpose);
+        assert!(err.is_err_and(|e| e.contains("compile results")));
+        let mut unreported = results.clone();
+        for row in &mut unreported.variants {
+            if let Some(resources) = row.resources.as_mut() {
+                resources.spill_store_bytes = None;
+            }
+        }
+        assert!(
+            shown(
+                "{{#value hierarchy_sizing.tile224.spill_stores}}",
+                &unreported
+            )
+            .is_err()
+        );
     }
 
     #[test]
