@@ -611,3 +611,13 @@ fn a_lab_that_asks_runs_every_variant_under_the_sanitizer() {
     );
     assert!(runs.lines().count() >= 2, "{runs}");
 }
+
+#[test]
+fn the_sanitizer_runs_of_run_use_the_labs_small_sizes_and_say_so() {
+    let (code, stdout, _) = run_with_a_failing_variant("sanitize_params = { n = 65536 }\n");
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(
+        stdout.contains("`starter` under compute-sanitizer at n = 65536:"),
+        "{stdout}"
+    );
+}

@@ -167,6 +167,8 @@ pub struct CheckedExercise {
 pub struct SanitizedVariant {
     pub variant: String,
     pub verdict: crate::sanitizer::Verdict,
+    /// The sizes the tools ran it at where they are not the measured ones (`sanitize_params`).
+    pub sizes: kernelbook_core::expr::Params,
 }
 
 impl SanitizedVariant {
@@ -832,8 +834,8 @@ impl Runner {
     /// Runs under compute-sanitizer, after `kernelbook run` measured `results` of `request`,
     /// every kernel variant that failed its check or faulted, and, where the lab asks for it
     /// (`sanitize = true`), every one that passed: what each run found, in the results' order,
-    /// at the lab's `sanitize_params` sizes where it names them. A lab whose variants all
-    /// passed, and that does not ask, runs nothing.
+    /// at the lab's `sanitize_params` sizes where it names them (else its exercise's). A lab
+    /// whose variants all passed, and that does not ask, runs nothing.
     pub fn sanitize_lab(
         &self,
         request: &LabRequest<'_>,
@@ -858,10 +860,15 @@ impl Runner {
             return Ok(Vec::new());
         }
         let found = self.found()?;
-        let plan = if lab.sanitize_params.is_empty() {
+        // An exercise's sizes serve its lab where the lab names none of its own.
+        let sizes = match &lab.exercise {
+            Some(exercise) if lab.sanitize_params.is_empty() => &exercise.sanitize_params,
+            _ => &lab.sanitize_params,
+        };
+        let plan = if sizes.is_empty() {
             self.plan(request, &found)?
         } else {
-            self.plan_at(request, &lab.sanitize_params, &found)?
+            self.plan_at(request, sizes, &found)?
         };
         let supervisor = self.supervisor(&found);
         Ok(asked
@@ -869,6 +876,7 @@ impl Runner {
             .filter(|(name, _)| plan.variant(name).and_then(|v| plan.kernel_of(v)).is_some())
             .map(|(variant, failure)| SanitizedVariant {
                 variant: variant.to_string(),
+                sizes: sizes.clone(),
                 verdict: supervisor.sanitize(
                     &plan,
                     results.provenance.input_seed,

@@ -14,7 +14,7 @@ use kernelbook_core::spec::LabSpec;
 use kernelbook_runner::sanitizer::Verdict;
 use kernelbook_runner::{LabOutcome, LabRequest, Mode, RunError, SanitizedVariant};
 use mdbook_kernelbook::gpus::view::{GpuColumn, lab_comparison};
-use mdbook_kernelbook::render::lab_view;
+use mdbook_kernelbook::render::{format_params, lab_view};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -142,6 +142,7 @@ fn sanitize_each(
                 .unwrap_or_else(|err| {
                     vec![SanitizedVariant {
                         variant: String::new(),
+                        sizes: Params::new(),
                         verdict: Verdict::Unavailable {
                             why: err.to_string(),
                         },
@@ -172,7 +173,12 @@ fn print_sanitized(
             } else {
                 format!("`{}` under compute-sanitizer", run.variant)
             };
-            say!(out, "{what}{on}:")?;
+            let at = if run.sizes.is_empty() {
+                String::new()
+            } else {
+                format!(" at {}", format_params(&run.sizes))
+            };
+            say!(out, "{what}{on}{at}:")?;
             for line in run.verdict.lines() {
                 say!(out, "  {line}")?;
             }
