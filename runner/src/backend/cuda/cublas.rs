@@ -103,22 +103,7 @@ impl Cublas {
         [m, n, k]: [usize; 3],
     ) -> Result<(), DeviceError> {
         const OPERATION: &str = "cuBLAS sgemm";
-        let fits = |buffer: &CudaSlice<u8>, rows: usize, cols: usize| {
-            rows.checked_mul(cols)
-                .and_then(|floats| floats.checked_mul(4))
-                .is_some_and(|bytes| bytes <= buffer.len())
-        };
-        if !(fits(a, m, k) && fits(b, k, n) && fits(c, m, n)) {
-            return Err(DeviceError::invalid(
-                OPERATION,
-                format!("an {m} × {n} × {k} product does not fit the buffers"),
-            ));
-        }
-        let dim = |v: usize| {
-            c_int::try_from(v)
-                .map_err(|_| DeviceError::invalid(OPERATION, format!("{v} does not fit an int")))
-        };
-        let (m, n, k) = (dim(m)?, dim(n)?, dim(k)?);
+        let [m, n, k] = product_shape(OPERATION, [m, n, k], [(a, 4), (b, 4), (c, 4)])?;
         let (a_ptr, _a_sync) = a.device_ptr(&self.stream);
         let (b_ptr, _b_sync) = b.device_ptr(&self.stream);
         let (c_ptr, _c_sync) = c.device_ptr_mut(&self.stream);
@@ -161,22 +146,7 @@ impl Cublas {
     ) -> Result<(), DeviceError> {
         use cublas_sys::{cublasComputeType_t, cublasGemmAlgo_t, cudaDataType};
         const OPERATION: &str = "cuBLAS gemmEx";
-        let fits = |buffer: &CudaSlice<u8>, rows: usize, cols: usize, size: usize| {
-            rows.checked_mul(cols)
-                .and_then(|elements| elements.checked_mul(size))
-                .is_some_and(|bytes| bytes <= buffer.len())
-        };
-        if !(fits(a, m, k, 2) && fits(b, k, n, 2) && fits(c, m, n, 4)) {
-            return Err(DeviceError::invalid(
-                OPERATION,
-                format!("an {m} × {n} × {k} product does not fit the buffers"),
-            ));
-        }
-        let dim = |v: usize| {
-            c_int::try_from(v)
-                .map_err(|_| DeviceError::invalid(OPERATION, format!("{v} does not fit an int")))
-        };
-        let (m, n, k) = (dim(m)?, dim(n)?, dim(k)?);
+        let [m, n, k] = product_shape(OPERATION, [m, n, k], [(a, 2), (b, 2), (c, 4)])?;
         let (a_ptr, _a_sync) = a.device_ptr(&self.stream);
         let (b_ptr, _b_sync) = b.device_ptr(&self.stream);
         let (c_ptr, _c_sync) = c.device_ptr_mut(&self.stream);
@@ -286,6 +256,32 @@ impl Library {
             Err(why) => Err(why.clone()),
         }
     }
+}
+
+/// The `[m, n, k]` of a row-major product `c = a · b` as cuBLAS's ints, once each buffer is
+/// checked to hold its matrix (`a` of `m × k`, `b` of `k × n`, `c` of `m × n` elements, each of
+/// the byte size beside it).
+fn product_shape(
+    operation: &'static str,
+    [m, n, k]: [usize; 3],
+    [(a, a_size), (b, b_size), (c, c_size)]: [(&CudaSlice<u8>, usize); 3],
+) -> Result<[c_int; 3], DeviceError> {
+    let fits = |buffer: &CudaSlice<u8>, rows: usize, cols: usize, size: usize| {
+        rows.checked_mul(cols)
+            .and_then(|elements| elements.checked_mul(size))
+            .is_some_and(|bytes| bytes <= buffer.len())
+    };
+    if !(fits(a, m, k, a_size) && fits(b, k, n, b_size) && fits(c, m, n, c_size)) {
+        return Err(DeviceError::invalid(
+            operation,
+            format!("an {m} × {n} × {k} product does not fit the buffers"),
+        ));
+    }
+    let dim = |v: usize| {
+        c_int::try_from(v)
+            .map_err(|_| DeviceError::invalid(operation, format!("{v} does not fit an int")))
+    };
+    Ok([dim(m)?, dim(n)?, dim(k)?])
 }
 
 #[cfg(test)]
