@@ -428,15 +428,22 @@ echo "$tool" >> "$(dirname "$0")/runs.txt"
 fn check_on_fake_device(book: &Path, source: &str, sanitizer: &Path) -> (Option<i32>, String) {
     let file = book.join("mine.cu");
     std::fs::write(&file, source).expect("write the learner's kernel");
-    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
+    let file = file.to_str().expect("utf-8 path");
+    let output = on_fake_device(book, &["check", "coalesce", file], sanitizer);
+    (output.status.code(), text(&output.stdout))
+}
+
+/// `kernelbook ARGS` on the book `book`, on the fake device (a test build's), with
+/// `KERNELBOOK_SANITIZER` set to `sanitizer`.
+fn on_fake_device(book: &Path, args: &[&str], sanitizer: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kernelbook"))
         .arg("--root")
         .arg(book)
-        .args(["check", "coalesce", file.to_str().expect("utf-8 path")])
+        .args(args)
         .env("KERNELBOOK_DEVICE", "fake")
         .env("KERNELBOOK_SANITIZER", sanitizer)
         .output()
-        .expect("run kernelbook");
-    (output.status.code(), text(&output.stdout))
+        .expect("run kernelbook")
 }
 
 /// [`STAND_IN_SANITIZER`] written into `dir` as an executable `compute-sanitizer`.
@@ -507,19 +514,12 @@ fn check_json_carries_the_verdict_and_the_sanitizers_finding_at_the_learners_lin
     );
     let file = book.path().join("mine.cu");
     std::fs::write(&file, wrong).expect("write the learner's kernel");
-    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
-        .arg("--root")
-        .arg(book.path())
-        .args([
-            "check",
-            "coalesce",
-            file.to_str().expect("utf-8 path"),
-            "--json",
-        ])
-        .env("KERNELBOOK_DEVICE", "fake")
-        .env("KERNELBOOK_SANITIZER", &sanitizer)
-        .output()
-        .expect("run kernelbook");
+    let file = file.to_str().expect("utf-8 path");
+    let output = on_fake_device(
+        book.path(),
+        &["check", "coalesce", file, "--json"],
+        &sanitizer,
+    );
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
     let report: serde_json::Value =
         serde_json::from_slice(&output.stdout).expect("the report is JSON");
@@ -562,14 +562,7 @@ fn run_with_a_failing_variant(lab_prefix: &str) -> (Option<i32>, String, String)
     std::fs::write(&lab, format!("{lab_prefix}{EXERCISE_LAB}")).expect("write the lab");
     let tools = tempfile::tempdir().expect("tempdir");
     let sanitizer = stand_in_sanitizer(tools.path());
-    let output = Command::new(env!("CARGO_BIN_EXE_kernelbook"))
-        .arg("--root")
-        .arg(book.path())
-        .args(["run", "coalesce"])
-        .env("KERNELBOOK_DEVICE", "fake")
-        .env("KERNELBOOK_SANITIZER", &sanitizer)
-        .output()
-        .expect("run kernelbook");
+    let output = on_fake_device(book.path(), &["run", "coalesce"], &sanitizer);
     let runs = std::fs::read_to_string(tools.path().join("runs.txt")).unwrap_or_default();
     (output.status.code(), text(&output.stdout), runs)
 }
